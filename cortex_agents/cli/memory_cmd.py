@@ -1,0 +1,153 @@
+"""``cortex-agents memory query SNAPSHOT --origin ID ...``."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from cortex_agents.cli.app import fail_cleanly, memory_app, stdout
+from cortex_agents.errors import InvalidArgument
+from cortex_agents.memory import (
+    BUILTIN_PRESETS,
+    Direction,
+    GraphPrior,
+    Match,
+    MemoryHandle,
+    Query,
+    Scope,
+    Weights,
+)
+from cortex_agents.snapshot_file import load_snapshot
+from cortex_agents.timestamps import format_timestamp
+
+_AXES = ("graph", "temporal", "semantic")
+
+
+def parse_weights(text: str, base: Weights) -> Weights:
+    """``graph=1,temporal=0`` over ``base``: named axes change, the others keep their value.
+
+    Raises:
+        InvalidArgument: an unknown axis, a repeated axis or a value that is not a number.
+    """
+    values: dict[str, float] = {}
+    for part in text.split(","):
+        axis, sep, raw = part.partition("=")
+        axis = axis.strip()
+        if not sep or axis not in _AXES:
+            raise InvalidArgument(
+                "--weights",
+                "must be comma-separated AXIS=NUMBER with AXIS in graph, temporal, semantic",
+                text,
+            )
+        if axis in values:
+            raise InvalidArgument("--weights", f"names {axis!r} twice", text)
+        try:
+            value = float(raw)
+        except ValueError:
+            raise InvalidArgument("--weights", f"value of {axis!r} must be a number", raw) from None
+        if not math.isfinite(value):
+            raise InvalidArgument("--weights", f"value of {axis!r} must be finite", raw)
+        values[axis] = value
+    return dataclasses.replace(base, **values)
+
+
+def _render(matches: tuple[Match, ...], title: str) -> None:
+    rows = [
+        [
+            str(rank),
+            m.node_id,
+            m.kind,
+            str(m.hops),
+            f"{m.score:.3f}",
+            f"{m.graph:.3f}",
+            f"{m.temporal:.3f}",
+            f"{m.semantic:.3f}",
+            m.routing_key,
+        ]
+        for rank, m in enumerate(matches, 1)
+    ]
+    headers = ["#", "node", "kind", "hops", "score", "graph", "temporal", "semantic", "key"]
+    table = Table(title=title, title_justify="left", expand=True)
+    for i, header in enumerate(headers):
+        width = max([len(header), *(len(row[i]) for row in rows)])
+        justify = "right" if header in {"#", "hops"} else "left"
+        table.add_column(header, justify=justify, no_wrap=True, min_width=width)
+    table.add_column("body", overflow="ellipsis", no_wrap=True, ratio=1)
+    for row, m in zip(rows, matches, strict=True):
+        table.add_row(*row, m.body_text)
+    stdout.print(table)
+    if not matches:
+        stdout.print("no matches")
+
+
+@memory_app.command("query")
+def query(
+    snapshot: Annotated[Path, typer.Argument(help="Snapshot file (JSON, schema version 1).")],
+    origin: Annotated[str, typer.Option(help="Node whose memory is queried.")],
+    preset: Annotated[str, typer.Option(help="Preset the flags below override.")] = "default",
+    direction: Annotated[Direction | None, typer.Option(help="Walk direction.")] = None,
+    scope: Annotated[Scope | None, typer.Option(help="Which statuses may match.")] = None,
+    max_distance: Annotated[int | None, typer.Option(min=1, help="Hop cut.")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Matches kept after sorting.")] = None,
+    text: Annotated[str | None, typer.Option(help="Query text for the semantic axis.")] = None,
+    routing_key: Annotated[str | None, typer.Option(help="Keep this routing key only.")] = None,
+    kind: Annotated[
+        list[str] | None, typer.Option(help="Keep these stage kinds (repeatable).")
+    ] = None,
+    weights: Annotated[
+        str | None, typer.Option(help="Axis weights, e.g. graph=1,temporal=0,semantic=0.")
+    ] = None,
+    prior: Annotated[GraphPrior | None, typer.Option(help="Graph axis.")] = None,
+    alpha: Annotated[float | None, typer.Option(help="Random-walk damping in [0, 1].")] = None,
+    time_scale: Annotated[float | None, typer.Option(help="Seconds for temporal to halve.")] = None,
+    past_boundary: Annotated[
+        str | None, typer.Option(help="Only nodes beyond the nearest node of this kind.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Rank the settled memory of ORIGIN, referenced at the snapshot's entry time."""
+    with fail_cleanly():
+        document = load_snapshot(snapshot)
+        base = BUILTIN_PRESETS.spec(preset)
+        overrides: dict[str, Any] = {
+            "direction": direction,
+            "scope": scope,
+            "max_distance": max_distance,
+            "limit": limit,
+            "prior": prior,
+            "alpha": alpha,
+            "time_scale": time_scale,
+            "past_boundary": past_boundary,
+        }
+        if weights is not None:
+            overrides["weights"] = parse_weights(weights, base.weights)
+        spec = dataclasses.replace(base, **{k: v for k, v in overrides.items() if v is not None})
+        handle = MemoryHandle(document.to_memory_snapshot(), origin)
+        matches = handle.query(
+            spec, Query(text=text, routing_key=routing_key, kinds=frozenset(kind) if kind else None)
+        )
+    if as_json:
+        rows = [
+            {
+                "node_id": m.node_id,
+                "score": m.score,
+                "hops": m.hops,
+                "graph": m.graph,
+                "temporal": m.temporal,
+                "semantic": m.semantic,
+            }
+            for m in matches
+        ]
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return
+    title = (
+        f"memory of {origin!r} at {format_timestamp(document.entry_time)} — preset {preset}, "
+        f"{spec.direction}, {spec.prior}, weights {spec.weights.as_dict()}"
+    )
+    _render(matches, title)

@@ -1,0 +1,158 @@
+"""The one exception tree of cortex-agents.
+
+Every error the library raises on purpose derives from :class:`CortexError`.
+Leaves also subclass the nearest builtin, so ``except ValueError`` keeps
+working for callers who do not know this tree::
+
+    CortexError
+    ├── InvalidArgument(ValueError)      a value broke a documented rule (.field, .rule, .value)
+    ├── UnknownPreset(LookupError)       a preset name the registry does not hold (.name, .known)
+    ├── UnknownNode(LookupError)         a node id the snapshot does not hold (.node_id)
+    ├── CycleError(ValueError)           a relation that must be acyclic is not (.cycle)
+    ├── InvalidSnapshot(ValueError)      a snapshot file or value broke the format (.problems)
+    └── InvalidEvent(ValueError)         an event that cannot follow the events before it (.index)
+
+Each error carries a stable ``code`` string, so tool results and CLI output
+can name the failure without parsing the message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "CortexError",
+    "CycleError",
+    "InvalidArgument",
+    "InvalidEvent",
+    "InvalidSnapshot",
+    "Problem",
+    "UnknownNode",
+    "UnknownPreset",
+]
+
+
+class CortexError(Exception):
+    """Root of every error cortex-agents raises on purpose."""
+
+    code: str = "cortex_error"
+
+
+class InvalidArgument(CortexError, ValueError):
+    """A value broke a documented rule.
+
+    Attributes:
+        field: The name of the offending field or flag, e.g. ``"limit"``.
+        rule: What is allowed, e.g. ``"must be an integer >= 1"``.
+        value: The rejected value.
+    """
+
+    code = "invalid_argument"
+
+    def __init__(self, field: str, rule: str, value: Any = None) -> None:
+        self.field = field
+        self.rule = rule
+        self.value = value
+        super().__init__(f"`{field}` {rule} (got {value!r})")
+
+
+class UnknownPreset(CortexError, LookupError):
+    """A memory preset name that the registry does not hold.
+
+    Attributes:
+        name: The requested name.
+        known: The names the registry does hold, sorted.
+    """
+
+    code = "unknown_preset"
+
+    def __init__(self, name: str, known: Sequence[str]) -> None:
+        self.name = name
+        self.known = tuple(known)
+        super().__init__(
+            f"unknown preset {name!r}; known presets: {', '.join(map(repr, self.known))}"
+        )
+
+    def __str__(self) -> str:  # LookupError would otherwise repr() the message
+        return str(self.args[0])
+
+
+class UnknownNode(CortexError, LookupError):
+    """A node id that the snapshot or substrate does not hold.
+
+    Attributes:
+        node_id: The requested id.
+    """
+
+    code = "unknown_node"
+
+    def __init__(self, node_id: str) -> None:
+        self.node_id = node_id
+        super().__init__(f"unknown node {node_id!r}")
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class CycleError(CortexError, ValueError):
+    """A relation that must be a DAG contains a cycle.
+
+    Attributes:
+        cycle: Node ids along one cycle, first id repeated at the end.
+    """
+
+    code = "cycle"
+
+    def __init__(self, cycle: Sequence[str]) -> None:
+        self.cycle = tuple(cycle)
+        super().__init__("graph has a cycle: " + " -> ".join(self.cycle))
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One defect found while validating a snapshot.
+
+    Attributes:
+        location: Where it is, e.g. ``"nodes[3].captured_at"`` or ``"line 4 column 9"``.
+        message: What is wrong and what is allowed.
+    """
+
+    location: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.location}: {self.message}"
+
+
+class InvalidSnapshot(CortexError, ValueError):
+    """A snapshot (file or value) breaks the format; every defect is listed.
+
+    Attributes:
+        problems: Each defect with its location, in document order.
+    """
+
+    code = "invalid_snapshot"
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        self.problems = tuple(problems)
+        count = len(self.problems)
+        lines = "\n".join(f"  {p}" for p in self.problems)
+        super().__init__(f"invalid snapshot ({count} problem{'s' * (count != 1)}):\n{lines}")
+
+
+class InvalidEvent(CortexError, ValueError):
+    """An event that cannot follow the events folded before it.
+
+    Attributes:
+        index: Position of the event in the sequence being folded.
+        reason: Which rule it broke.
+    """
+
+    code = "invalid_event"
+
+    def __init__(self, index: int, reason: str) -> None:
+        self.index = index
+        self.reason = reason
+        super().__init__(f"event #{index}: {reason}")

@@ -1,0 +1,79 @@
+"""Memory, pure: snapshot, walk, influence, scoring, extractors, presets, the query pipeline.
+
+Nothing here imports LangGraph, does I/O or reads a clock. Two engines
+implement one pipeline: :func:`query_reference` (plain Python, the
+definition) and :func:`query_vectorised` (numpy/scipy, what users run);
+they agree to the last bit.
+"""
+
+from cortex_agents.memory.engine import QueryMemo, query_vectorised
+from cortex_agents.memory.extract import (
+    ExtractedFields,
+    Extractor,
+    default_extractor,
+    peel_envelope,
+    projection_extractor,
+)
+from cortex_agents.memory.handle import MemoryHandle
+from cortex_agents.memory.influence import DEFAULT_ALPHA, canonical_order, dag_random_walk_influence
+from cortex_agents.memory.match import Match
+from cortex_agents.memory.presets import BUILTIN_PRESETS, Preset, PresetRegistry
+from cortex_agents.memory.reference import query_reference
+from cortex_agents.memory.scoring import composite_score, hop_decay, temporal_axis
+from cortex_agents.memory.semantic import SemanticScorer, TokenJaccard, token_jaccard, tokenize
+from cortex_agents.memory.snapshot import MemorySnapshot
+from cortex_agents.memory.spec import (
+    DIRECTIONS,
+    PRIORS,
+    SCOPES,
+    Direction,
+    GraphPrior,
+    Query,
+    Scope,
+    WalkSpec,
+    Weights,
+)
+from cortex_agents.memory.strategy import Classic, MemoryStrategy, Topological, declared_preset
+from cortex_agents.memory.walk import bfs_distance, walk_candidates
+
+__all__ = [
+    "BUILTIN_PRESETS",
+    "DEFAULT_ALPHA",
+    "DIRECTIONS",
+    "PRIORS",
+    "SCOPES",
+    "Classic",
+    "Direction",
+    "ExtractedFields",
+    "Extractor",
+    "GraphPrior",
+    "Match",
+    "MemoryHandle",
+    "MemorySnapshot",
+    "MemoryStrategy",
+    "Preset",
+    "PresetRegistry",
+    "Query",
+    "QueryMemo",
+    "Scope",
+    "SemanticScorer",
+    "TokenJaccard",
+    "Topological",
+    "WalkSpec",
+    "Weights",
+    "bfs_distance",
+    "canonical_order",
+    "composite_score",
+    "dag_random_walk_influence",
+    "declared_preset",
+    "default_extractor",
+    "hop_decay",
+    "peel_envelope",
+    "projection_extractor",
+    "query_reference",
+    "query_vectorised",
+    "temporal_axis",
+    "token_jaccard",
+    "tokenize",
+    "walk_candidates",
+]

@@ -1,0 +1,142 @@
+"""Extractors: from a node's raw output to the fields memory ranks and filters on.
+
+An extractor is any callable ``output -> ExtractedFields | None``. It sees the
+output only; when it finds no routing key the pipeline uses the node's kind,
+and ``None`` means "nothing to extract" (empty body, routing key = kind).
+
+:func:`default_extractor` peels the wire envelope in both shapes::
+
+    {"contract": C, "value": V}                          -> V
+    {"values": [{"contract": C, "value": V}, ...]}       -> the first V
+
+then takes the routing key from the first non-empty string among ``slot``,
+``claim_ref``, ``claimRef``, ``routing_key``, and joins every non-empty string
+leaf, in document order, with single spaces as the body text.
+
+:func:`projection_extractor` decodes the output as a declared pydantic model
+and projects a slice of it (seed 001, F7).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+__all__ = [
+    "ROUTING_KEY_FIELDS",
+    "ExtractedFields",
+    "Extractor",
+    "default_extractor",
+    "fields_of",
+    "peel_envelope",
+    "projection_extractor",
+]
+
+ROUTING_KEY_FIELDS: Final = ("slot", "claim_ref", "claimRef", "routing_key")
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractedFields:
+    """What memory reads of a node's output.
+
+    Attributes:
+        routing_key: The key a query's ``routing_key`` must equal; ``None``
+            lets the pipeline fall back to the node's kind.
+        body_text: The text the semantic scorer compares with the query text.
+        evidence: Supporting strings (the ``evidence`` field of the output).
+    """
+
+    routing_key: str | None
+    body_text: str
+    evidence: tuple[str, ...] = ()
+
+
+Extractor = Callable[[Any], ExtractedFields | None]
+
+
+def _is_envelope(value: Any) -> bool:
+    return isinstance(value, Mapping) and "contract" in value and "value" in value
+
+
+def peel_envelope(output: Any) -> Any:
+    """Unwrap a single value envelope or the first entry of a value set."""
+    if _is_envelope(output):
+        return output["value"]
+    if isinstance(output, Mapping):
+        values = output.get("values")
+        if isinstance(values, list) and values and _is_envelope(values[0]):
+            return values[0]["value"]
+    return output
+
+
+def _string_leaves(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        if value:
+            yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _string_leaves(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _string_leaves(item)
+
+
+def fields_of(value: Any) -> ExtractedFields:
+    """Routing key, body text and evidence of an already-peeled value."""
+    routing_key = None
+    evidence: tuple[str, ...] = ()
+    if isinstance(value, Mapping):
+        for name in ROUTING_KEY_FIELDS:
+            candidate = value.get(name)
+            if isinstance(candidate, str) and candidate:
+                routing_key = candidate
+                break
+        evidence = tuple(_string_leaves(value.get("evidence")))
+    return ExtractedFields(routing_key, " ".join(_string_leaves(value)), evidence)
+
+
+def default_extractor(output: Any) -> ExtractedFields | None:
+    """Peel the envelope, then read routing key, body text and evidence."""
+    if output is None:
+        return None
+    return fields_of(peel_envelope(output))
+
+
+def projection_extractor(
+    model: type[M],
+    projection: Callable[[M], Any] = lambda artifact: artifact,
+) -> Extractor:
+    """An extractor that decodes the peeled output as ``model`` and projects a slice.
+
+    Args:
+        model: The declared artifact type of the node's output.
+        projection: Maps the decoded artifact to its slice. The slice may be
+            an :class:`ExtractedFields` (used as is), a pydantic model, a
+            mapping or a string (read with the default field rules).
+
+    Returns:
+        An extractor returning ``None`` for outputs that do not decode as
+        ``model``, so nodes of other types contribute an empty body.
+    """
+
+    def extract(output: Any) -> ExtractedFields | None:
+        if output is None:
+            return None
+        try:
+            artifact = model.model_validate(peel_envelope(output))
+        except ValidationError:
+            return None
+        sliced = projection(artifact)
+        if isinstance(sliced, ExtractedFields):
+            return sliced
+        if isinstance(sliced, BaseModel):
+            sliced = sliced.model_dump(mode="json")
+        return fields_of(sliced)
+
+    extract.__qualname__ = f"projection_extractor({model.__name__})"
+    return extract

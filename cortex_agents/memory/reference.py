@@ -1,0 +1,134 @@
+"""The reference pipeline: plain Python, obviously correct, slow.
+
+This is the definition the vectorised engine (:mod:`cortex_agents.memory.engine`)
+is tested against: identical rankings and identical scores on random DAGs.
+Steps (DESIGN §4):
+
+1. enumerate candidates by BFS per direction (:func:`walk_candidates`);
+2. graph axis: influence per direction, merged by max (or hop decay);
+3. cut by ``max_distance``, then keep what is beyond ``past_boundary``;
+4. filter by scope, kinds and routing key;
+5. score the three axes, combine;
+6. sort by ``(score desc, hops asc, node_id asc)``, total and deterministic;
+7. apply the limit after the sort. Never stop early: the score is not
+   monotone along edges, so best-first with stop-at-k is unsound (seed 001, F2).
+"""
+
+from __future__ import annotations
+
+from cortex_agents.errors import UnknownNode
+from cortex_agents.memory.extract import ExtractedFields
+from cortex_agents.memory.influence import canonical_order, dag_random_walk_influence
+from cortex_agents.memory.match import Match
+from cortex_agents.memory.scoring import clamp_axis, composite_score, hop_decay, temporal_axis
+from cortex_agents.memory.snapshot import MemorySnapshot
+from cortex_agents.memory.spec import Query, WalkSpec
+from cortex_agents.memory.walk import (
+    Relation,
+    bfs_distance,
+    direction_relations,
+    relations_of,
+    walk_candidates,
+)
+from cortex_agents.substrate.records import SETTLED, NodeId
+from cortex_agents.timestamps import to_micros
+
+__all__ = ["beyond_boundary", "query_reference"]
+
+_EMPTY_FIELDS = ExtractedFields(None, "", ())
+
+
+def beyond_boundary(
+    relation: Relation, origin: NodeId, kinds: dict[NodeId, str], boundary_kind: str
+) -> set[NodeId]:
+    """Nodes strictly beyond the nearest ``boundary_kind`` nodes from ``origin``.
+
+    The boundary is the set of nodes of that kind at the smallest hop
+    distance from the origin; the result is everything reachable from a
+    boundary node (a boundary node itself only if another one reaches it).
+    """
+    distance = bfs_distance(relation, origin)
+    hits = [(d, n) for n, d in distance.items() if n != origin and kinds[n] == boundary_kind]
+    if not hits:
+        return set()
+    nearest = min(d for d, _ in hits)
+    beyond: set[NodeId] = set()
+    for _, node in hits:
+        if distance[node] == nearest:
+            beyond.update(n for n in bfs_distance(relation, node) if n != node)
+    return beyond
+
+
+def query_reference(
+    snapshot: MemorySnapshot,
+    origin: str,
+    spec: WalkSpec | None = None,
+    query: Query | None = None,
+) -> tuple[Match, ...]:
+    """Rank the memory of ``origin`` in ``snapshot``: the plain reference.
+
+    Raises:
+        UnknownNode: ``origin`` is not in the snapshot.
+        CycleError: the snapshot's topology has a cycle.
+    """
+    spec = spec or WalkSpec()
+    query = query or Query()
+    if origin not in snapshot.nodes:
+        raise UnknownNode(origin)
+    forward, _ = relations_of(snapshot)
+    canonical_order(forward)  # a cyclic snapshot is an error for every query
+    relations = direction_relations(snapshot, spec.direction)
+    origin_id = NodeId(origin)
+
+    hops = walk_candidates(snapshot, origin, spec.direction)
+    if spec.max_distance is not None:
+        hops = {n: h for n, h in hops.items() if h <= spec.max_distance}
+    if spec.past_boundary is not None:
+        kinds = {n: node.kind for n, node in snapshot.nodes.items()}
+        beyond: set[NodeId] = set()
+        for relation in relations:
+            beyond |= beyond_boundary(relation, origin_id, kinds, spec.past_boundary)
+        hops = {n: h for n, h in hops.items() if n in beyond}
+
+    graph: dict[NodeId, float] = {}
+    if spec.prior == "influence":
+        for relation in relations:
+            influence = dag_random_walk_influence(relation, origin_id, spec.alpha)
+            for node in hops:
+                graph[node] = max(graph.get(node, 0.0), influence[node])
+    else:
+        graph = {node: hop_decay(h) for node, h in hops.items()}
+
+    reference_time = to_micros(snapshot.captured_at)
+    matches = []
+    for node_id, distance in hops.items():
+        node = snapshot.nodes[node_id]
+        if spec.scope == "settled_only" and node.status != SETTLED:
+            continue
+        if query.kinds is not None and node.kind not in query.kinds:
+            continue
+        fields = query.extractor(node.output) or _EMPTY_FIELDS
+        routing_key = fields.routing_key if fields.routing_key is not None else node.kind
+        if query.routing_key is not None and routing_key != query.routing_key:
+            continue
+        graph_axis = clamp_axis(graph[node_id])
+        temporal = temporal_axis(reference_time - to_micros(node.observed_at), spec.time_scale)
+        semantic = clamp_axis(query.scorer(query.text, fields.body_text)) if query.text else 0.0
+        matches.append(
+            Match(
+                node_id=node_id,
+                kind=node.kind,
+                status=node.status,
+                hops=distance,
+                score=composite_score(spec.weights, graph_axis, temporal, semantic),
+                graph=graph_axis,
+                temporal=temporal,
+                semantic=semantic,
+                routing_key=routing_key,
+                body_text=fields.body_text,
+                evidence=fields.evidence,
+                output=node.output,
+            )
+        )
+    matches.sort(key=lambda m: (-m.score, m.hops, m.node_id))
+    return tuple(matches if spec.limit is None else matches[: spec.limit])

@@ -1,0 +1,107 @@
+"""The memory snapshot: the substrate as a stage saw it when it started.
+
+A :class:`MemorySnapshot` holds the full topology as of its ``captured_at``
+(every node, every status: walks and influence run over all of it) and the
+outputs of the nodes that had settled. It is bound once and never changes;
+the arrays the vectorised engine needs are built from it on first use and
+shared by every handle over it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cached_property
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+from cortex_agents.errors import InvalidSnapshot, Problem
+from cortex_agents.substrate.records import EdgeRecord, NodeId, NodeRecord
+from cortex_agents.substrate.state import GraphState
+from cortex_agents.timestamps import require_aware
+
+if TYPE_CHECKING:
+    from cortex_agents.memory.index import SnapshotIndex
+
+__all__ = ["MemorySnapshot"]
+
+
+@dataclass(frozen=True, eq=False)
+class MemorySnapshot:
+    """Settled state bound at stage entry.
+
+    Use :meth:`of` or :meth:`from_state` rather than the constructor.
+
+    Attributes:
+        captured_at: The reference time: memory ages nodes from it.
+        nodes: Every node by id (the topology spans all statuses).
+        edges: Every edge.
+        run_id: The run (thread) it was taken from, if known.
+    """
+
+    captured_at: datetime
+    nodes: Mapping[NodeId, NodeRecord]
+    edges: tuple[EdgeRecord, ...]
+    run_id: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "captured_at", require_aware(self.captured_at, "captured_at"))
+        problems: list[Problem] = []
+        for key, node in self.nodes.items():
+            if not isinstance(node, NodeRecord) or node.id != key:
+                problems.append(Problem(f"nodes[{key!r}]", "must be the NodeRecord with that id"))
+        seen: set[tuple[str, str]] = set()
+        for i, edge in enumerate(self.edges):
+            for end in ("source", "target"):
+                if getattr(edge, end) not in self.nodes:
+                    problems.append(
+                        Problem(f"edges[{i}].{end}", f"unknown node {getattr(edge, end)!r}")
+                    )
+            pair = (edge.source, edge.target)
+            if pair in seen:
+                problems.append(
+                    Problem(f"edges[{i}]", f"duplicate edge {pair[0]!r} -> {pair[1]!r}")
+                )
+            seen.add(pair)
+        if problems:
+            raise InvalidSnapshot(problems)
+
+    @classmethod
+    def of(
+        cls,
+        nodes: Iterable[NodeRecord],
+        edges: Iterable[EdgeRecord | tuple[str, str]],
+        captured_at: datetime,
+        *,
+        run_id: str | None = None,
+    ) -> MemorySnapshot:
+        """Build a snapshot from node records and edges (records or pairs).
+
+        Raises:
+            InvalidSnapshot: duplicate node ids, dangling or duplicate edges.
+        """
+        table: dict[NodeId, NodeRecord] = {}
+        problems = []
+        for i, node in enumerate(nodes):
+            if node.id in table:
+                problems.append(Problem(f"nodes[{i}].id", f"duplicate node id {node.id!r}"))
+            table[node.id] = node
+        if problems:
+            raise InvalidSnapshot(problems)
+        records = tuple(e if isinstance(e, EdgeRecord) else EdgeRecord(*e) for e in edges)
+        return cls(captured_at, MappingProxyType(table), records, run_id)
+
+    @classmethod
+    def from_state(
+        cls, state: GraphState, captured_at: datetime, *, run_id: str | None = None
+    ) -> MemorySnapshot:
+        """The snapshot of a materialized graph state, referenced at ``captured_at``."""
+        return cls(captured_at, state.nodes, state.edges, run_id)
+
+    @cached_property
+    def index(self) -> SnapshotIndex:
+        """Arrays for the vectorised engine, built once per snapshot (O(V + E))."""
+        from cortex_agents.memory.index import SnapshotIndex
+
+        return SnapshotIndex(self)

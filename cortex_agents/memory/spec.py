@@ -1,0 +1,176 @@
+"""What a memory query asks for: the walk (:class:`WalkSpec`) and the query (:class:`Query`).
+
+``WalkSpec`` says how candidates are enumerated and ranked (direction, scope,
+distance cut, limit, weights, graph prior, alpha, time scale, boundary).
+``Query`` says what they are filtered and compared on (routing key, kinds,
+text, extractor, scorer). Both validate on construction and raise
+:class:`~cortex_agents.errors.InvalidArgument` naming the field and the rule.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Final, Literal, get_args
+
+from cortex_agents.errors import InvalidArgument
+from cortex_agents.memory.extract import Extractor, default_extractor
+from cortex_agents.memory.semantic import SemanticScorer, token_jaccard
+
+__all__ = [
+    "DIRECTIONS",
+    "PRIORS",
+    "SCOPES",
+    "Direction",
+    "GraphPrior",
+    "Query",
+    "Scope",
+    "WalkSpec",
+    "Weights",
+]
+
+Direction = Literal["ancestors", "descendants", "bidirectional"]
+Scope = Literal["settled_only", "debug_all_statuses"]
+GraphPrior = Literal["influence", "hop_decay"]
+
+DIRECTIONS: Final[tuple[str, ...]] = get_args(Direction)
+SCOPES: Final[tuple[str, ...]] = get_args(Scope)
+PRIORS: Final[tuple[str, ...]] = get_args(GraphPrior)
+AXES: Final = ("graph", "temporal", "semantic")
+
+
+def _check_choice(name: str, value: object, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise InvalidArgument(name, f"must be one of {', '.join(map(repr, allowed))}", value)
+
+
+def _check_int(name: str, value: object, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidArgument(name, f"must be an integer >= {minimum}", value)
+
+
+def _check_number(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidArgument(name, "must be a finite number", value)
+    return float(value)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Weights:
+    """Weights of the three axes; the score is their weighted mean.
+
+    Each weight is a finite number >= 0 and at least one is > 0, so the
+    normalised score stays in [0, 1].
+    """
+
+    graph: float = 1.0
+    temporal: float = 1.0
+    semantic: float = 1.0
+
+    def __post_init__(self) -> None:
+        for axis in AXES:
+            value = _check_number(f"weights.{axis}", getattr(self, axis))
+            if value < 0:
+                raise InvalidArgument(f"weights.{axis}", "must be >= 0", value)
+            object.__setattr__(self, axis, value)
+        if self.total == 0:
+            raise InvalidArgument("weights", "must have at least one axis > 0", self.as_dict())
+
+    @property
+    def total(self) -> float:
+        """``graph + temporal + semantic``, the normaliser of the score."""
+        return self.graph + self.temporal + self.semantic
+
+    def as_dict(self) -> dict[str, float]:
+        """The weights by axis name."""
+        return {"graph": self.graph, "temporal": self.temporal, "semantic": self.semantic}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WalkSpec:
+    """How candidates are enumerated and ranked.
+
+    Attributes:
+        direction: ``ancestors`` (walk transposed edges), ``descendants`` or
+            ``bidirectional`` (each direction walked separately, merged).
+        scope: ``settled_only`` keeps completed nodes; ``debug_all_statuses``
+            is an operator escape hatch that keeps every status.
+        max_distance: Drop candidates more than this many hops away.
+        limit: Keep the first ``limit`` matches of the full ranking.
+        weights: Axis weights of the composite score.
+        prior: The graph axis: ``influence`` (DAG random walk) or
+            ``hop_decay`` (``1 / (1 + hops)``, kept for A/B evaluation).
+        alpha: Damping of the random walk, in [0, 1].
+        time_scale: Seconds for the temporal axis to halve: ``1 / (1 + age / time_scale)``.
+        past_boundary: A stage kind. When set, only nodes strictly beyond the
+            nearest nodes of this kind (in the walk direction) are candidates:
+            "walk past my merge node".
+    """
+
+    direction: Direction = "ancestors"
+    scope: Scope = "settled_only"
+    max_distance: int | None = None
+    limit: int | None = None
+    weights: Weights = field(default_factory=Weights)
+    prior: GraphPrior = "influence"
+    alpha: float = 0.85
+    time_scale: float = 3600.0
+    past_boundary: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_choice("direction", self.direction, DIRECTIONS)
+        _check_choice("scope", self.scope, SCOPES)
+        _check_choice("prior", self.prior, PRIORS)
+        if self.max_distance is not None:
+            _check_int("max_distance", self.max_distance, 1)
+        if self.limit is not None:
+            _check_int("limit", self.limit, 1)
+        if not isinstance(self.weights, Weights):
+            raise InvalidArgument("weights", "must be a `Weights` value", self.weights)
+        alpha = _check_number("alpha", self.alpha)
+        if not 0.0 <= alpha <= 1.0:
+            raise InvalidArgument("alpha", "must be between 0 and 1", self.alpha)
+        object.__setattr__(self, "alpha", alpha)
+        time_scale = _check_number("time_scale", self.time_scale)
+        if time_scale <= 0:
+            raise InvalidArgument("time_scale", "must be > 0 seconds", self.time_scale)
+        object.__setattr__(self, "time_scale", time_scale)
+        if self.past_boundary is not None and (
+            not isinstance(self.past_boundary, str) or not self.past_boundary
+        ):
+            raise InvalidArgument(
+                "past_boundary", "must be a non-empty stage kind", self.past_boundary
+            )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Query:
+    """What candidates are filtered and compared on.
+
+    Attributes:
+        routing_key: Keep only candidates whose extracted routing key equals it.
+        text: Query text for the semantic axis; none gives semantic 0.
+        kinds: Keep only candidates of these stage kinds.
+        extractor: Turns a node's output into routing key, body text, evidence.
+        scorer: Scores body text against ``text``.
+    """
+
+    routing_key: str | None = None
+    text: str | None = None
+    kinds: frozenset[str] | None = None
+    extractor: Extractor = default_extractor
+    scorer: SemanticScorer = token_jaccard
+
+    def __post_init__(self) -> None:
+        if self.routing_key is not None and not isinstance(self.routing_key, str):
+            raise InvalidArgument("routing_key", "must be a string", self.routing_key)
+        if self.text is not None and not isinstance(self.text, str):
+            raise InvalidArgument("text", "must be a string", self.text)
+        if self.kinds is not None:
+            if isinstance(self.kinds, str) or not all(isinstance(k, str) for k in self.kinds):
+                raise InvalidArgument("kinds", "must be a collection of stage kinds", self.kinds)
+            object.__setattr__(self, "kinds", frozenset(self.kinds))
+        if not callable(self.extractor):
+            raise InvalidArgument("extractor", "must be callable", self.extractor)
+        if not callable(self.scorer):
+            raise InvalidArgument("scorer", "must be callable", self.scorer)

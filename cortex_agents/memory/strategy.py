@@ -1,0 +1,83 @@
+"""Memory strategy, declared per node in the wire (never by a global switch).
+
+* :class:`Classic` — the stage sees its direct inputs only. Its model gets
+  no memory tool and runs single-shot. This is the default.
+* :class:`Topological` — direct inputs are the Markov-boundary prefill, and
+  the model may also query memory. The config names a preset, an optional
+  routing key and limit, and the structural arguments that generalise seed
+  001's ``retrieveAncestorAnalystBranches``: ``past_boundary="merge"`` walks
+  past the nearest merge node, ``upstream_of_kind="analyst"`` keeps analysts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from cortex_agents.errors import InvalidArgument
+from cortex_agents.memory.presets import BUILTIN_PRESETS, PresetRegistry
+from cortex_agents.memory.spec import Query, WalkSpec
+
+__all__ = ["Classic", "MemoryStrategy", "Topological", "declared_preset"]
+
+
+@dataclass(frozen=True, slots=True)
+class Classic:
+    """Direct inputs only; no memory tool."""
+
+    name: Literal["classic"] = "classic"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Topological:
+    """Markov-boundary prefill plus ranked recall of settled work.
+
+    Attributes:
+        preset: Name of the preset the stage's queries start from.
+        routing_key: Keep only nodes with this routing key in the stage's own query.
+        limit: Number of matches the stage's own query keeps.
+        past_boundary: Only nodes beyond the nearest node of this kind.
+        upstream_of_kind: Only nodes of this kind.
+    """
+
+    preset: str = "default"
+    routing_key: str | None = None
+    limit: int | None = None
+    past_boundary: str | None = None
+    upstream_of_kind: str | None = None
+    name: Literal["topological"] = "topological"
+
+    def __post_init__(self) -> None:
+        for attr in ("preset", "routing_key", "past_boundary", "upstream_of_kind"):
+            value = getattr(self, attr)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise InvalidArgument(attr, "must be a non-empty string", value)
+        if self.limit is not None and (
+            isinstance(self.limit, bool) or not isinstance(self.limit, int) or self.limit < 1
+        ):
+            raise InvalidArgument("limit", "must be an integer >= 1", self.limit)
+
+    def resolve(self, presets: PresetRegistry = BUILTIN_PRESETS) -> tuple[WalkSpec, Query]:
+        """The stage's own walk spec and query.
+
+        Raises:
+            UnknownPreset: ``preset`` is not in ``presets``.
+        """
+        overrides: dict[str, Any] = {}
+        if self.limit is not None:
+            overrides["limit"] = self.limit
+        if self.past_boundary is not None:
+            overrides["past_boundary"] = self.past_boundary
+        spec = presets.spec(self.preset)
+        spec = dataclasses.replace(spec, **overrides) if overrides else spec
+        kinds = frozenset({self.upstream_of_kind}) if self.upstream_of_kind else None
+        return spec, Query(routing_key=self.routing_key, kinds=kinds)
+
+
+MemoryStrategy = Classic | Topological
+
+
+def declared_preset(strategy: MemoryStrategy) -> str:
+    """The preset a tool call inherits when it names none (``default`` for classic)."""
+    return strategy.preset if isinstance(strategy, Topological) else "default"

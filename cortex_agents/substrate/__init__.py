@@ -1,0 +1,60 @@
+"""The Pulse substrate, pure: records, the append-only event model, the fold.
+
+Nothing here imports LangGraph, does I/O or reads a clock.
+"""
+
+from cortex_agents.substrate.events import (
+    EdgeAdded,
+    Event,
+    NodeScheduled,
+    RewriteAdmitted,
+    RewriteRejected,
+    StageCompleted,
+    StageFailed,
+    StageStarted,
+    ToolCallMade,
+    event_from_dict,
+    event_to_dict,
+)
+from cortex_agents.substrate.records import (
+    NODE_STATUSES,
+    REJECTION_CODES,
+    SETTLED,
+    Decision,
+    EdgeRecord,
+    NodeId,
+    NodeRecord,
+    NodeStatus,
+    Observation,
+    RejectionCode,
+    RewriteFact,
+)
+from cortex_agents.substrate.state import EMPTY_STATE, GraphState, fold
+
+__all__ = [
+    "EMPTY_STATE",
+    "NODE_STATUSES",
+    "REJECTION_CODES",
+    "SETTLED",
+    "Decision",
+    "EdgeAdded",
+    "EdgeRecord",
+    "Event",
+    "GraphState",
+    "NodeId",
+    "NodeRecord",
+    "NodeScheduled",
+    "NodeStatus",
+    "Observation",
+    "RejectionCode",
+    "RewriteAdmitted",
+    "RewriteFact",
+    "RewriteRejected",
+    "StageCompleted",
+    "StageFailed",
+    "StageStarted",
+    "ToolCallMade",
+    "event_from_dict",
+    "event_to_dict",
+    "fold",
+]

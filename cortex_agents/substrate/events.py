@@ -1,0 +1,197 @@
+"""The append-only event model of the Pulse.
+
+A run's substrate is a sequence of events; an event's position in that
+sequence is its sequence number. Events are frozen values with a
+JSON form (:func:`event_to_dict` / :func:`event_from_dict`) that persistence
+stores row by row. Times come from the caller's clock: nothing here reads one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final
+
+from cortex_agents.errors import InvalidArgument
+from cortex_agents.substrate.records import NodeId, RewriteFact
+from cortex_agents.timestamps import format_timestamp, parse_timestamp
+
+__all__ = [
+    "EVENT_TYPES",
+    "EdgeAdded",
+    "Event",
+    "NodeScheduled",
+    "RewriteAdmitted",
+    "RewriteRejected",
+    "StageCompleted",
+    "StageFailed",
+    "StageStarted",
+    "ToolCallMade",
+    "event_from_dict",
+    "event_to_dict",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeScheduled:
+    """A node enters the graph as ``pending`` (from the wire or an admitted rewrite)."""
+
+    node_id: NodeId
+    kind: str
+    at: datetime
+    config: Mapping[str, Any] = field(default_factory=dict)
+    tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EdgeAdded:
+    """``target`` now depends on ``source``; both must already exist."""
+
+    source: NodeId
+    target: NodeId
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StageStarted:
+    """A stage body begins (again, after a crash: bodies run at least once)."""
+
+    node_id: NodeId
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StageCompleted:
+    """A stage settles with its JSON output: the node becomes an observation."""
+
+    node_id: NodeId
+    at: datetime
+    output: Any = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StageFailed:
+    """A stage body raised; ``error`` is the legible message."""
+
+    node_id: NodeId
+    at: datetime
+    error: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RewriteAdmitted:
+    """The runtime admitted a rewrite proposal (its nodes and edges follow as events)."""
+
+    fact: RewriteFact
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RewriteRejected:
+    """The runtime rejected a rewrite proposal; nothing else changes."""
+
+    fact: RewriteFact
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallMade:
+    """A stage's model called a tool (provenance; it does not change the graph)."""
+
+    node_id: NodeId
+    tool: str
+    call_id: str
+    arguments: Mapping[str, Any]
+    at: datetime
+
+
+Event = (
+    NodeScheduled
+    | EdgeAdded
+    | StageStarted
+    | StageCompleted
+    | StageFailed
+    | RewriteAdmitted
+    | RewriteRejected
+    | ToolCallMade
+)
+
+EVENT_TYPES: Final[dict[str, type]] = {
+    "node_scheduled": NodeScheduled,
+    "edge_added": EdgeAdded,
+    "stage_started": StageStarted,
+    "stage_completed": StageCompleted,
+    "stage_failed": StageFailed,
+    "rewrite_admitted": RewriteAdmitted,
+    "rewrite_rejected": RewriteRejected,
+    "tool_call_made": ToolCallMade,
+}
+_TYPE_NAMES: Final[dict[type, str]] = {cls: name for name, cls in EVENT_TYPES.items()}
+_FACT_FIELDS: Final = (
+    "rewrite_id",
+    "proposer",
+    "proposal",
+    "decision",
+    "code",
+    "reason",
+    "cost",
+    "budget_before",
+    "budget_after",
+    "diff",
+)
+
+
+def event_to_dict(event: Event) -> dict[str, Any]:
+    """The JSON form of an event: ``{"type": ..., <fields>}`` with ISO timestamps."""
+    name = _TYPE_NAMES.get(type(event))
+    if name is None:
+        raise InvalidArgument("event", "must be one of the substrate event types", event)
+    out: dict[str, Any] = {"type": name}
+    for slot in type(event).__slots__:
+        value = getattr(event, slot)
+        if slot == "at":
+            value = format_timestamp(value)
+        elif slot == "fact":
+            value = {f: _plain(getattr(value, f)) for f in _FACT_FIELDS}
+        elif slot == "tags":
+            value = list(value)
+        else:
+            value = _plain(value)
+        out[slot] = value
+    return out
+
+
+def event_from_dict(data: Mapping[str, Any]) -> Event:
+    """Rebuild an event from :func:`event_to_dict`'s form.
+
+    Raises:
+        InvalidArgument: unknown ``type``, missing or unexpected fields.
+    """
+    name = data.get("type")
+    cls = EVENT_TYPES.get(name)  # type: ignore[arg-type]
+    if cls is None:
+        raise InvalidArgument("type", f"must be one of {sorted(EVENT_TYPES)}", name)
+    fields = {k: v for k, v in data.items() if k != "type"}
+    expected = set(cls.__slots__)
+    if unknown := sorted(set(fields) - expected):
+        raise InvalidArgument(unknown[0], f"is not a field of `{name}` events", fields[unknown[0]])
+    if "at" in fields:
+        fields["at"] = parse_timestamp(fields["at"], "at")
+    if "tags" in fields:
+        fields["tags"] = tuple(fields["tags"])
+    if "fact" in fields:
+        fields["fact"] = RewriteFact(**fields["fact"])
+    try:
+        return cls(**fields)
+    except TypeError as exc:
+        raise InvalidArgument(name, f"has missing fields: {exc}", data) from None
+
+
+def _plain(value: Any) -> Any:
+    """Mappings to dicts and tuples to lists, recursively, for JSON."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    return value

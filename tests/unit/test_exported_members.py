@@ -1,0 +1,158 @@
+"""Pin the public surface: a name never appears or disappears by accident."""
+
+import importlib
+
+import pytest
+
+import cortex_agents
+
+EXPECTED = {
+    "cortex_agents": {
+        "BUILTIN_PRESETS",
+        "Classic",
+        "CortexError",
+        "CycleError",
+        "EdgeRecord",
+        "Event",
+        "ExtractedFields",
+        "GraphState",
+        "InvalidArgument",
+        "InvalidEvent",
+        "InvalidSnapshot",
+        "Match",
+        "MemoryHandle",
+        "MemorySnapshot",
+        "MemoryStrategy",
+        "NodeRecord",
+        "Observation",
+        "Preset",
+        "PresetRegistry",
+        "Problem",
+        "Query",
+        "RewriteFact",
+        "SemanticScorer",
+        "SnapshotDocument",
+        "Topological",
+        "UnknownNode",
+        "UnknownPreset",
+        "WalkSpec",
+        "Weights",
+        "__version__",
+        "dag_random_walk_influence",
+        "default_extractor",
+        "dump_snapshot",
+        "fold",
+        "load_snapshot",
+        "parse_snapshot",
+        "projection_extractor",
+        "query_reference",
+        "query_vectorised",
+        "token_jaccard",
+        "validate_snapshot",
+        "walk_candidates",
+        "write_snapshot",
+    },
+    "cortex_agents.memory": {
+        "BUILTIN_PRESETS",
+        "DEFAULT_ALPHA",
+        "DIRECTIONS",
+        "PRIORS",
+        "SCOPES",
+        "Classic",
+        "Direction",
+        "ExtractedFields",
+        "Extractor",
+        "GraphPrior",
+        "Match",
+        "MemoryHandle",
+        "MemorySnapshot",
+        "MemoryStrategy",
+        "Preset",
+        "PresetRegistry",
+        "Query",
+        "QueryMemo",
+        "Scope",
+        "SemanticScorer",
+        "TokenJaccard",
+        "Topological",
+        "WalkSpec",
+        "Weights",
+        "bfs_distance",
+        "canonical_order",
+        "composite_score",
+        "dag_random_walk_influence",
+        "declared_preset",
+        "default_extractor",
+        "hop_decay",
+        "peel_envelope",
+        "projection_extractor",
+        "query_reference",
+        "query_vectorised",
+        "temporal_axis",
+        "token_jaccard",
+        "tokenize",
+        "walk_candidates",
+    },
+    "cortex_agents.substrate": {
+        "EMPTY_STATE",
+        "NODE_STATUSES",
+        "REJECTION_CODES",
+        "SETTLED",
+        "Decision",
+        "EdgeAdded",
+        "EdgeRecord",
+        "Event",
+        "GraphState",
+        "NodeId",
+        "NodeRecord",
+        "NodeScheduled",
+        "NodeStatus",
+        "Observation",
+        "RejectionCode",
+        "RewriteAdmitted",
+        "RewriteFact",
+        "RewriteRejected",
+        "StageCompleted",
+        "StageFailed",
+        "StageStarted",
+        "ToolCallMade",
+        "event_from_dict",
+        "event_to_dict",
+        "fold",
+    },
+}
+
+
+@pytest.mark.parametrize("module_name", sorted(EXPECTED))
+def test_public_names_are_pinned(module_name):
+    module = importlib.import_module(module_name)
+    assert set(module.__all__) == EXPECTED[module_name]
+    for name in module.__all__:
+        assert hasattr(module, name), name
+
+
+def test_pure_core_imports_nothing_from_langgraph_or_io_modules():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, cortex_agents.memory, cortex_agents.substrate;"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "{'langgraph', 'langchain_core', 'sqlite3', 'psycopg', 'httpx', 'typer', 'rich'});"
+        "print(','.join(bad))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+    assert cortex_agents.__version__
+
+
+def test_pure_core_reads_no_clock_no_environment_no_files():
+    from pathlib import Path
+
+    root = Path(cortex_agents.__file__).parent
+    forbidden = ("datetime.now", "time.time(", "time.monotonic", "os.environ", "open(", "random.")
+    for package in ("memory", "substrate"):
+        for path in sorted((root / package).glob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            for needle in forbidden:
+                assert needle not in text, f"{path.name} uses {needle}"

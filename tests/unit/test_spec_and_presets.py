@@ -1,0 +1,130 @@
+"""Validation of walk specs and queries; presets; strategies."""
+
+import pytest
+
+from cortex_agents.errors import InvalidArgument, UnknownPreset
+from cortex_agents.memory import (
+    BUILTIN_PRESETS,
+    Classic,
+    Preset,
+    Query,
+    Topological,
+    WalkSpec,
+    Weights,
+    declared_preset,
+)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"direction": "sideways"}, "direction"),
+        ({"scope": "all"}, "scope"),
+        ({"prior": "pagerank"}, "prior"),
+        ({"max_distance": 0}, "max_distance"),
+        ({"max_distance": 1.5}, "max_distance"),
+        ({"limit": 0}, "limit"),
+        ({"limit": True}, "limit"),
+        ({"alpha": 1.5}, "alpha"),
+        ({"alpha": float("nan")}, "alpha"),
+        ({"time_scale": 0}, "time_scale"),
+        ({"time_scale": float("inf")}, "time_scale"),
+        ({"past_boundary": ""}, "past_boundary"),
+    ],
+)
+def test_walk_spec_rejects_with_the_field_named(kwargs, field):
+    with pytest.raises(InvalidArgument) as caught:
+        WalkSpec(**kwargs)
+    assert caught.value.field == field
+    assert f"`{field}`" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"graph": -1}, "weights.graph"),
+        ({"semantic": float("nan")}, "weights.semantic"),
+        ({"temporal": "1"}, "weights.temporal"),
+        ({"graph": 0, "temporal": 0, "semantic": 0}, "weights"),
+    ],
+)
+def test_weights_rejects_with_the_field_named(kwargs, field):
+    with pytest.raises(InvalidArgument) as caught:
+        Weights(**kwargs)
+    assert caught.value.field == field
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"routing_key": 3}, "routing_key"),
+        ({"text": ["a"]}, "text"),
+        ({"kinds": "analyst"}, "kinds"),
+        ({"kinds": [1]}, "kinds"),
+        ({"scorer": "jaccard"}, "scorer"),
+    ],
+)
+def test_query_rejects_with_the_field_named(kwargs, field):
+    with pytest.raises(InvalidArgument) as caught:
+        Query(**kwargs)
+    assert caught.value.field == field
+
+
+def test_builtin_presets_carry_the_design_weights():
+    expected = {
+        "default": ("ancestors", (1, 1, 1)),
+        "analyst": ("ancestors", (1, 1, 1)),
+        "reviewer": ("ancestors", (1.5, 1, 1)),
+        "planner": ("bidirectional", (1, 1.5, 1)),
+    }
+    for name, (direction, weights) in expected.items():
+        spec = BUILTIN_PRESETS.spec(name)
+        assert spec.direction == direction
+        assert (spec.weights.graph, spec.weights.temporal, spec.weights.semantic) == weights
+        assert spec.alpha == 0.85 and spec.time_scale == 3600.0 and spec.prior == "influence"
+
+
+def test_registry_is_open_without_mutating_the_builtins():
+    auditor = Preset(name="auditor", spec=WalkSpec(direction="descendants", limit=3))
+    registry = BUILTIN_PRESETS.with_presets(auditor)
+    assert registry.spec("auditor").limit == 3
+    assert "auditor" not in BUILTIN_PRESETS
+    with pytest.raises(InvalidArgument, match="already exists"):
+        registry.with_presets(auditor)
+    replaced = registry.with_presets(Preset(name="auditor", spec=WalkSpec()), replace_existing=True)
+    assert replaced.spec("auditor").limit is None
+
+
+def test_unknown_preset_lists_the_known_ones():
+    with pytest.raises(UnknownPreset) as caught:
+        BUILTIN_PRESETS.resolve("revewer")
+    assert caught.value.known == ("analyst", "default", "planner", "reviewer")
+    assert "'revewer'" in str(caught.value)
+
+
+def test_preset_spec_overrides_are_validated():
+    assert BUILTIN_PRESETS.spec("reviewer", limit=2).limit == 2
+    with pytest.raises(InvalidArgument):
+        BUILTIN_PRESETS.spec("reviewer", limit=-2)
+
+
+def test_topological_strategy_resolves_structural_arguments():
+    strategy = Topological(
+        preset="reviewer",
+        limit=4,
+        past_boundary="merge",
+        upstream_of_kind="analyst",
+        routing_key="c1",
+    )
+    spec, query = strategy.resolve()
+    assert spec.weights.graph == 1.5 and spec.limit == 4 and spec.past_boundary == "merge"
+    assert query.kinds == frozenset({"analyst"}) and query.routing_key == "c1"
+    with pytest.raises(UnknownPreset):
+        Topological(preset="nope").resolve()
+    with pytest.raises(InvalidArgument):
+        Topological(limit=0)
+
+
+def test_declared_preset_is_default_for_classic():
+    assert declared_preset(Classic()) == "default"
+    assert declared_preset(Topological(preset="reviewer")) == "reviewer"
