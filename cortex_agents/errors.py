@@ -10,7 +10,12 @@ working for callers who do not know this tree::
     ├── UnknownNode(LookupError)         a node id the snapshot does not hold (.node_id)
     ├── CycleError(ValueError)           a relation that must be acyclic is not (.cycle)
     ├── InvalidSnapshot(ValueError)      a snapshot file or value broke the format (.problems)
-    └── InvalidEvent(ValueError)         an event that cannot follow the events before it (.index)
+    ├── InvalidEvent(ValueError)         an event that cannot follow the events before it (.index)
+    └── ScratchMemoryError               a scratch-memory operation was refused (.code, .path)
+        ├── InvalidMemoryPath(ValueError)      the path breaks a path rule (.rule)
+        ├── MemoryNotFound(LookupError)        no file or directory at the path
+        ├── MemoryIsADirectory(ValueError)     a file operation on a directory
+        └── MemoryNotADirectory(ValueError)    a path goes through an existing file
 
 Each error carries a stable ``code`` string, so tool results and CLI output
 can name the failure without parsing the message.
@@ -27,8 +32,13 @@ __all__ = [
     "CycleError",
     "InvalidArgument",
     "InvalidEvent",
+    "InvalidMemoryPath",
     "InvalidSnapshot",
+    "MemoryIsADirectory",
+    "MemoryNotADirectory",
+    "MemoryNotFound",
     "Problem",
+    "ScratchMemoryError",
     "UnknownNode",
     "UnknownPreset",
 ]
@@ -156,3 +166,63 @@ class InvalidEvent(CortexError, ValueError):
         self.index = index
         self.reason = reason
         super().__init__(f"event #{index}: {reason}")
+
+
+class ScratchMemoryError(CortexError):
+    """A scratch-memory operation was refused; nothing was changed.
+
+    Attributes:
+        code: Stable machine-readable reason (``invalid_path``, ``not_found``, ...).
+        path: The path as the caller gave it.
+    """
+
+    code = "scratch_error"
+
+    def __init__(self, path: str, message: str) -> None:
+        self.path = path
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class InvalidMemoryPath(ScratchMemoryError, ValueError):
+    """The path breaks a path rule.
+
+    Attributes:
+        rule: The rule it breaks, e.g. ``"segments must match `[A-Za-z0-9_ -]+`"``.
+    """
+
+    code = "invalid_path"
+
+    def __init__(self, path: str, rule: str) -> None:
+        self.rule = rule
+        super().__init__(path, f"invalid path {path!r}: {rule}")
+
+
+class MemoryNotFound(ScratchMemoryError, LookupError):
+    """No file or directory at the path."""
+
+    code = "not_found"
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path, f"no such file or directory: {path!r}")
+
+
+class MemoryIsADirectory(ScratchMemoryError, ValueError):
+    """A file operation addressed a directory."""
+
+    code = "is_a_directory"
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path, f"{path!r} is a directory")
+
+
+class MemoryNotADirectory(ScratchMemoryError, ValueError):
+    """A path goes through a component that is a file."""
+
+    code = "not_a_directory"
+
+    def __init__(self, path: str, file: str) -> None:
+        self.file = file
+        super().__init__(path, f"{file!r} is a file, so {path!r} cannot be under it")
