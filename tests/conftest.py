@@ -17,7 +17,9 @@ import pytest
 os.environ.setdefault("LANGSMITH_TRACING", "false")
 os.environ.setdefault("LANGCHAIN_TRACING_V2", "false")
 
-POSTGRES_URL = os.environ.get("CORTEX_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+POSTGRES_URL = os.environ.get(
+    "CORTEX_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
 
 
 def _database_url(base: str, name: str) -> str:
