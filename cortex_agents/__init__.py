@@ -16,6 +16,8 @@ from cortex_agents.errors import (
     MemoryNotFound,
     Problem,
     ScratchMemoryError,
+    StorageError,
+    ThreadBusy,
     UnknownNode,
     UnknownPreset,
 )
@@ -75,6 +77,8 @@ __all__ = [
     "MemoryNotFound",
     "Problem",
     "ScratchMemoryError",
+    "StorageError",
+    "ThreadBusy",
     "UnknownNode",
     "UnknownPreset",
     # substrate

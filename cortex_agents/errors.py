@@ -11,6 +11,8 @@ working for callers who do not know this tree::
     ├── CycleError(ValueError)           a relation that must be acyclic is not (.cycle)
     ├── InvalidSnapshot(ValueError)      a snapshot file or value broke the format (.problems)
     ├── InvalidEvent(ValueError)         an event that cannot follow the events before it (.index)
+    ├── ThreadBusy(RuntimeError)         another writer is advancing the thread (.thread_id)
+    ├── StorageError(RuntimeError)       storage refused an operation (.code: integrity, schema_too_new, ...)
     └── ScratchMemoryError               a scratch-memory operation was refused (.code, .path)
         ├── InvalidMemoryPath(ValueError)      the path breaks a path rule (.rule)
         ├── MemoryNotFound(LookupError)        no file or directory at the path
@@ -39,6 +41,8 @@ __all__ = [
     "MemoryNotFound",
     "Problem",
     "ScratchMemoryError",
+    "StorageError",
+    "ThreadBusy",
     "UnknownNode",
     "UnknownPreset",
 ]
@@ -166,6 +170,39 @@ class InvalidEvent(CortexError, ValueError):
         self.index = index
         self.reason = reason
         super().__init__(f"event #{index}: {reason}")
+
+
+class ThreadBusy(CortexError, RuntimeError):
+    """Another writer is advancing the thread; one writer per thread at a time.
+
+    Attributes:
+        thread_id: The contended thread.
+        waited: Seconds spent waiting before giving up.
+    """
+
+    code = "thread_busy"
+
+    def __init__(self, thread_id: str, waited: float) -> None:
+        self.thread_id = thread_id
+        self.waited = waited
+        super().__init__(
+            f"thread {thread_id!r} is being advanced by another writer "
+            f"(gave up after {waited:.1f} s); retry later or wait longer"
+        )
+
+
+class StorageError(CortexError, RuntimeError):
+    """Storage refused an operation; the transaction was rolled back.
+
+    Attributes:
+        code: ``integrity`` (a row broke a database constraint),
+            ``schema_too_new`` (the database was migrated by a newer version),
+            ``unsupported_url`` (not a SQLite path or a ``postgresql://`` URL).
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        self.code = code
+        super().__init__(message)
 
 
 class ScratchMemoryError(CortexError):

@@ -35,7 +35,7 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 
-from cortex_agents.errors import CycleError, InvalidArgument, InvalidSnapshot, Problem
+from cortex_agents.errors import InvalidArgument, InvalidSnapshot, Problem
 from cortex_agents.memory.influence import canonical_order
 from cortex_agents.memory.snapshot import MemorySnapshot
 from cortex_agents.substrate.records import (
@@ -54,7 +54,9 @@ __all__ = [
     "SnapshotDocument",
     "dump_snapshot",
     "load_snapshot",
+    "load_snapshot_forensic",
     "parse_snapshot",
+    "salvage_snapshot",
     "validate_snapshot",
     "write_snapshot",
 ]
@@ -193,7 +195,11 @@ def _timestamp(value: str | None, where: str, problems: list[Problem]) -> dateti
 
 
 def _check(data: Any) -> tuple[SnapshotDocument | None, list[Problem]]:
-    """Validate decoded JSON; the document is ``None`` when there is any problem."""
+    """Validate decoded JSON; return the document made of its valid parts, and every problem.
+
+    The document is ``None`` when nothing can be interpreted (not an object,
+    unknown schema version, wrong top-level fields, bad ``entry_time``).
+    """
     if not isinstance(data, dict):
         return None, [Problem("document", "must be a JSON object")]
     version = data.get("schema_version")
@@ -254,6 +260,8 @@ def _check(data: Any) -> tuple[SnapshotDocument | None, list[Problem]]:
 
     edges: list[EdgeRecord] = []
     edge_at: dict[tuple[str, str], int] = {}
+    successors: dict[str, list[str]] = {}
+    kept = {node.id for node in nodes}
     for i, raw in enumerate(doc.edges):
         where = f"edges[{i}]"
         try:
@@ -267,19 +275,18 @@ def _check(data: Any) -> tuple[SnapshotDocument | None, list[Problem]]:
         pair = (edge.source, edge.target)
         if pair in edge_at:
             problems.append(Problem(where, f"duplicate edge (first at edges[{edge_at[pair]}])"))
-        elif not dangling:
-            edge_at[pair] = i
+            continue
+        if dangling:
+            continue
+        cycle = _path(successors, edge.target, edge.source)
+        if cycle is not None:
+            loop = " -> ".join([edge.source, *cycle])
+            problems.append(Problem(where, f"closes a cycle {loop}; edges must form a DAG"))
+            continue
+        edge_at[pair] = i
+        successors.setdefault(edge.source, []).append(edge.target)
+        if edge.source in kept and edge.target in kept:  # both endpoints survived their own checks
             edges.append(EdgeRecord(NodeId(edge.source), NodeId(edge.target)))
-
-    relation: dict[NodeId, list[NodeId]] = {NodeId(n): [] for n in first_at}
-    for edge in edges:
-        relation[edge.source].append(edge.target)
-    try:
-        canonical_order(relation)
-    except CycleError as exc:
-        steps = zip(exc.cycle, exc.cycle[1:], strict=False)
-        where = ", ".join(f"edges[{edge_at[pair]}]" for pair in steps)
-        problems.append(Problem(where, f"cycle {' -> '.join(exc.cycle)}; edges must form a DAG"))
 
     rewrites: list[RewriteFact] = []
     for i, raw in enumerate(doc.rewrites):
@@ -291,59 +298,105 @@ def _check(data: Any) -> tuple[SnapshotDocument | None, list[Problem]]:
             continue
         if rewrite.proposer not in first_at:
             problems.append(Problem(f"{where}.proposer", f"unknown node {rewrite.proposer!r}"))
-        rewrites.append(RewriteFact(**rewrite.model_dump()))
+        elif rewrite.proposer in kept:
+            rewrites.append(RewriteFact(**rewrite.model_dump()))
 
-    if problems or entry_time is None:
+    if entry_time is None:
         return None, problems
-    return (
-        SnapshotDocument(
-            run_id=doc.run_id,
-            entry_time=entry_time,
-            nodes=tuple(nodes),
-            edges=tuple(edges),
-            rewrites=tuple(rewrites),
-        ),
-        [],
+    document = SnapshotDocument(
+        run_id=doc.run_id,
+        entry_time=entry_time,
+        nodes=tuple(nodes),
+        edges=tuple(edges),
+        rewrites=tuple(rewrites),
     )
+    return document, problems
+
+
+def _path(successors: dict[str, list[str]], start: str, goal: str) -> list[str] | None:
+    """Node ids of a path ``start -> ... -> goal`` (``None`` if there is none)."""
+    if start == goal:
+        return [goal]
+    parent: dict[str, str] = {start: start}
+    stack = [start]
+    while stack:
+        node = stack.pop()
+        for nxt in sorted(successors.get(node, ())):
+            if nxt in parent:
+                continue
+            parent[nxt] = node
+            if nxt == goal:
+                path = [goal]
+                while path[-1] != start:
+                    path.append(parent[path[-1]])
+                return path[::-1]
+            stack.append(nxt)
+    return None
+
+
+def _read(text: str | bytes) -> tuple[SnapshotDocument | None, list[Problem]]:
+    data, problems = _decode(text.decode("utf-8") if isinstance(text, bytes) else text)
+    if data is None or problems:
+        return None, problems
+    return _check(data)
 
 
 def validate_snapshot(text: str | bytes) -> list[Problem]:
     """Every problem of a snapshot file's text; empty when it is valid."""
-    data, problems = _decode(text.decode("utf-8") if isinstance(text, bytes) else text)
-    if data is None or problems:
-        return problems
-    return _check(data)[1]
+    return _read(text)[1]
 
 
 def parse_snapshot(text: str | bytes) -> SnapshotDocument:
-    """Parse and validate a snapshot file's text.
+    """Parse and validate a snapshot file's text (strict).
 
     Raises:
         InvalidSnapshot: with every problem and its location.
     """
-    data, problems = _decode(text.decode("utf-8") if isinstance(text, bytes) else text)
-    if data is not None and not problems:
-        document, problems = _check(data)
-        if document is not None:
-            return document
-    raise InvalidSnapshot(problems)
+    document, problems = _read(text)
+    if document is None or problems:
+        raise InvalidSnapshot(problems)
+    return document
 
 
-def load_snapshot(path: str | Path) -> SnapshotDocument:
-    """Read and validate a snapshot file.
+def salvage_snapshot(text: str | bytes) -> tuple[SnapshotDocument, list[Problem]]:
+    """The valid parts of a snapshot file, and the problems of the rest (forensic reading).
+
+    Invalid nodes, dangling or duplicate edges, edges that would close a
+    cycle and rewrites of dropped nodes are left out, and reported.
 
     Raises:
-        InvalidSnapshot: the file is missing, unreadable or invalid.
+        InvalidSnapshot: nothing can be interpreted (malformed JSON, unknown
+            schema version, wrong top-level fields, bad ``entry_time``).
     """
+    document, problems = _read(text)
+    if document is None:
+        raise InvalidSnapshot(problems)
+    return document, problems
+
+
+def _read_file(path: str | Path) -> str:
     try:
         raw = Path(path).read_bytes()
     except OSError as exc:
         raise InvalidSnapshot([Problem(str(path), f"cannot read file: {exc.strerror}")]) from None
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InvalidSnapshot([Problem(f"byte {exc.start}", "file is not UTF-8")]) from None
-    return parse_snapshot(text)
+
+
+def load_snapshot(path: str | Path) -> SnapshotDocument:
+    """Read and validate a snapshot file (strict).
+
+    Raises:
+        InvalidSnapshot: the file is missing, unreadable or invalid.
+    """
+    return parse_snapshot(_read_file(path))
+
+
+def load_snapshot_forensic(path: str | Path) -> tuple[SnapshotDocument, list[Problem]]:
+    """Read a snapshot file, keeping its valid parts (see :func:`salvage_snapshot`)."""
+    return salvage_snapshot(_read_file(path))
 
 
 def _node_json(node: NodeRecord) -> dict[str, Any]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -88,8 +87,17 @@ def _render(matches: tuple[Match, ...], title: str) -> None:
 
 @memory_app.command("query")
 def query(
-    snapshot: Annotated[Path, typer.Argument(help="Snapshot file (JSON, schema version 1).")],
+    source: Annotated[
+        str,
+        typer.Argument(
+            help="A snapshot file, or a database (SQLite file or postgresql:// URL) with --thread."
+        ),
+    ],
     origin: Annotated[str, typer.Option(help="Node whose memory is queried.")],
+    thread: Annotated[
+        str | None,
+        typer.Option("--thread", help="Read SOURCE as a database and query this thread."),
+    ] = None,
     preset: Annotated[str, typer.Option(help="Preset the flags below override.")] = "default",
     direction: Annotated[Direction | None, typer.Option(help="Walk direction.")] = None,
     scope: Annotated[Scope | None, typer.Option(help="Which statuses may match.")] = None,
@@ -111,9 +119,20 @@ def query(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Rank the settled memory of ORIGIN, referenced at the snapshot's entry time."""
+    """Rank the settled memory of ORIGIN, referenced at the snapshot's entry time.
+
+    From a database, the thread's latest checkpoint is queried, referenced at
+    its newest event.
+    """
     with fail_cleanly():
-        document = load_snapshot(snapshot)
+        if thread is None:
+            document = load_snapshot(source)
+        else:
+            from cortex_agents.cli.db_cmds import open_database
+            from cortex_agents.persistence.transfer import export_document
+
+            with open_database(source) as saver:
+                document = export_document(saver, thread)
         base = BUILTIN_PRESETS.spec(preset)
         overrides: dict[str, Any] = {
             "direction": direction,

@@ -16,6 +16,8 @@ from cortex_agents.substrate.events import (
     event_from_dict,
     event_to_dict,
 )
+from cortex_agents.substrate.log import SubstrateLog, append_events
+from cortex_agents.substrate.queries import by_tag, lineage, neighbors, recent, since
 from cortex_agents.substrate.records import (
     NODE_STATUSES,
     REJECTION_CODES,
@@ -53,8 +55,15 @@ __all__ = [
     "StageCompleted",
     "StageFailed",
     "StageStarted",
+    "SubstrateLog",
     "ToolCallMade",
+    "append_events",
+    "by_tag",
     "event_from_dict",
     "event_to_dict",
     "fold",
+    "lineage",
+    "neighbors",
+    "recent",
+    "since",
 ]

@@ -127,6 +127,7 @@ EVENT_TYPES: Final[dict[str, type]] = {
     "rewrite_rejected": RewriteRejected,
     "tool_call_made": ToolCallMade,
 }
+_OMITTED_WHEN_EMPTY: Final = frozenset({"config", "tags"})
 _TYPE_NAMES: Final[dict[type, str]] = {cls: name for name, cls in EVENT_TYPES.items()}
 _FACT_FIELDS: Final = (
     "rewrite_id",
@@ -143,13 +144,18 @@ _FACT_FIELDS: Final = (
 
 
 def event_to_dict(event: Event) -> dict[str, Any]:
-    """The JSON form of an event: ``{"type": ..., <fields>}`` with ISO timestamps."""
+    """The JSON form of an event: ``{"type": ..., <fields>}`` with ISO timestamps.
+
+    Empty ``config`` and ``tags`` are left out (they are the defaults).
+    """
     name = _TYPE_NAMES.get(type(event))
     if name is None:
         raise InvalidArgument("event", "must be one of the substrate event types", event)
     out: dict[str, Any] = {"type": name}
     for slot in type(event).__slots__:
         value = getattr(event, slot)
+        if slot in _OMITTED_WHEN_EMPTY and not value:
+            continue  # defaults: keep stored events small
         if slot == "at":
             value = format_timestamp(value)
         elif slot == "fact":

@@ -15,10 +15,12 @@ Status transitions::
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from types import MappingProxyType
-from typing import Final
+from typing import Final, Generic, TypeVar, overload
+
+from immutables import Map
 
 from cortex_agents.errors import InvalidEvent, UnknownNode
 from cortex_agents.substrate.events import (
@@ -40,11 +42,111 @@ from cortex_agents.substrate.records import (
     RewriteFact,
 )
 
-__all__ = ["EMPTY_STATE", "GraphState", "fold"]
+__all__ = ["EMPTY_STATE", "AppendOnly", "GraphState", "NodeTable", "fold"]
+
+T = TypeVar("T")
 
 
-def _empty() -> Mapping:
-    return MappingProxyType({})
+class AppendOnly(Sequence[T], Generic[T]):
+    """An immutable sequence that shares one growing buffer with its longer versions.
+
+    ``appended`` on the newest version extends the buffer in place (O(new));
+    on an older version it copies first. Every version sees only its prefix.
+    """
+
+    __slots__ = ("_items", "_length", "_lock")
+
+    def __init__(self, items: Iterable[T] = ()) -> None:
+        self._items: list[T] = list(items)
+        self._length = len(self._items)
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[T, ...]: ...
+    def __getitem__(self, index: int | slice) -> T | tuple[T, ...]:
+        if isinstance(index, slice):
+            return tuple(self._items[: self._length][index])
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError("index out of range")
+        return self._items[index]
+
+    def __iter__(self) -> Iterator[T]:
+        items = self._items
+        for i in range(self._length):
+            yield items[i]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, AppendOnly):
+            return self._length == other._length and all(
+                a == b for a, b in zip(self, other, strict=True)
+            )
+        if isinstance(other, tuple | list):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"AppendOnly({list(self)!r})"
+
+    def appended(self, items: Sequence[T]) -> AppendOnly[T]:
+        """A longer version with ``items`` at the end."""
+        if not items:
+            return self
+        with self._lock:
+            if len(self._items) == self._length:
+                self._items.extend(items)
+                out = AppendOnly.__new__(AppendOnly)
+                out._items, out._length, out._lock = (
+                    self._items,
+                    self._length + len(items),
+                    self._lock,
+                )
+                return out
+        return AppendOnly([*self, *items])
+
+
+class NodeTable(Mapping[NodeId, NodeRecord]):
+    """Nodes by id, iterated in scheduling order (a persistent map plus an append-only order)."""
+
+    __slots__ = ("_map", "_order")
+
+    def __init__(self, table: Map | None = None, order: AppendOnly[NodeId] | None = None) -> None:
+        self._map = table if table is not None else Map()
+        self._order = order if order is not None else AppendOnly()
+
+    def __getitem__(self, node_id: NodeId) -> NodeRecord:
+        return self._map[node_id]
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self._map
+
+    def __iter__(self) -> Iterator[NodeId]:
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._map)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, NodeTable):
+            return self._order == other._order and self._map == other._map
+        return super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"NodeTable({list(self._order)!r})"
+
+
+def _empty_map() -> Map:
+    return Map()
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,12 +160,12 @@ class GraphState:
         seq: How many events were folded to reach this state.
     """
 
-    nodes: Mapping[NodeId, NodeRecord] = field(default_factory=_empty)
-    edges: tuple[EdgeRecord, ...] = ()
+    nodes: Mapping[NodeId, NodeRecord] = field(default_factory=NodeTable)
+    edges: Sequence[EdgeRecord] = field(default_factory=AppendOnly)
     rewrites: tuple[RewriteFact, ...] = ()
     seq: int = 0
-    _preds: Mapping[NodeId, tuple[NodeId, ...]] = field(default_factory=_empty, repr=False)
-    _succs: Mapping[NodeId, tuple[NodeId, ...]] = field(default_factory=_empty, repr=False)
+    _preds: Mapping[NodeId, tuple[NodeId, ...]] = field(default_factory=_empty_map, repr=False)
+    _succs: Mapping[NodeId, tuple[NodeId, ...]] = field(default_factory=_empty_map, repr=False)
 
     def node(self, node_id: str) -> NodeRecord:
         """The node with this id.
@@ -112,19 +214,21 @@ EMPTY_STATE: Final = GraphState()
 def fold(events: Iterable[Event], state: GraphState = EMPTY_STATE) -> GraphState:
     """Apply ``events`` to ``state`` and return the new state.
 
-    The input state is not modified. Cost is O(size of ``state`` + events),
-    so fold a batch of events at once rather than one call per event.
+    The input state is not modified and shares structure with the result
+    (persistent maps, an append-only edge list): the cost is O(events ×
+    log nodes), whatever the size of ``state``.
 
     Raises:
         InvalidEvent: an event cannot follow the state so far; nothing of the
             batch is applied.
     """
-    nodes = dict(state.nodes)
-    edges = list(state.edges)
+    table = state.nodes if isinstance(state.nodes, NodeTable) else NodeTable()
+    nodes = table._map.mutate()
+    scheduled: list[NodeId] = []
+    preds = state._preds.mutate()  # type: ignore[attr-defined]
+    succs = state._succs.mutate()  # type: ignore[attr-defined]
+    new_edges: list[EdgeRecord] = []
     rewrites = list(state.rewrites)
-    preds = {k: list(v) for k, v in state._preds.items()}
-    succs = {k: list(v) for k, v in state._succs.items()}
-    edge_set = {(e.source, e.target) for e in edges}
     seq = state.seq
 
     for event in events:
@@ -138,6 +242,7 @@ def fold(events: Iterable[Event], state: GraphState = EMPTY_STATE) -> GraphState
                     )
                 if node_id in nodes:
                     raise InvalidEvent(index, f"node {node_id!r} is already scheduled")
+                scheduled.append(node_id)
                 nodes[node_id] = NodeRecord(
                     id=node_id,
                     kind=event.kind,
@@ -151,14 +256,13 @@ def fold(events: Iterable[Event], state: GraphState = EMPTY_STATE) -> GraphState
                         raise InvalidEvent(
                             index, f"edge {source!r} -> {target!r}: unknown node {end!r}"
                         )
-                if (source, target) in edge_set:
+                if target in succs.get(source, ()):
                     raise InvalidEvent(index, f"edge {source!r} -> {target!r} already exists")
                 if source == target or _reaches(succs, target, source):
                     raise InvalidEvent(index, f"edge {source!r} -> {target!r} would close a cycle")
-                edge_set.add((source, target))
-                edges.append(EdgeRecord(source, target))
-                succs.setdefault(source, []).append(target)
-                preds.setdefault(target, []).append(source)
+                new_edges.append(EdgeRecord(source, target))
+                succs[source] = (*succs.get(source, ()), target)
+                preds[target] = (*preds.get(target, ()), source)
             case StageStarted(node_id=node_id):
                 node = _known(nodes, node_id, index)
                 if node.status == "completed":
@@ -200,13 +304,16 @@ def fold(events: Iterable[Event], state: GraphState = EMPTY_STATE) -> GraphState
             case _:
                 raise InvalidEvent(index, f"not a substrate event: {event!r}")
 
+    edges = state.edges
+    if new_edges:
+        edges = (edges if isinstance(edges, AppendOnly) else AppendOnly(edges)).appended(new_edges)
     return GraphState(
-        nodes=MappingProxyType(nodes),
-        edges=tuple(edges),
+        nodes=NodeTable(nodes.finish(), table._order.appended(scheduled)),
+        edges=edges,
         rewrites=tuple(rewrites),
         seq=seq,
-        _preds=MappingProxyType({k: tuple(v) for k, v in preds.items()}),
-        _succs=MappingProxyType({k: tuple(v) for k, v in succs.items()}),
+        _preds=preds.finish(),
+        _succs=succs.finish(),
     )
 
 
@@ -217,7 +324,7 @@ def _known(nodes: Mapping[NodeId, NodeRecord], node_id: str, index: int) -> Node
         raise InvalidEvent(index, f"unknown node {node_id!r}") from None
 
 
-def _reaches(succs: Mapping[str, list[str]], start: str, goal: str) -> bool:
+def _reaches(succs: Mapping[str, tuple[str, ...]], start: str, goal: str) -> bool:
     """Whether ``goal`` is reachable from ``start`` (a node without successors reaches nothing)."""
     if not succs.get(start):
         return False

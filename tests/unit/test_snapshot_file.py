@@ -115,9 +115,9 @@ def mutate(path: str, value):
         ),
         (
             mutate("edges/1", {"source": "b", "target": "a"}),
-            "edges[0], edges[1]: cycle a -> b -> a",
+            "edges[1]: closes a cycle b -> a -> b",
         ),
-        (mutate("edges/1", {"source": "b", "target": "b"}), "edges[1]: cycle b -> b"),
+        (mutate("edges/1", {"source": "b", "target": "b"}), "edges[1]: closes a cycle b -> b"),
         (mutate("edges/0", {"source": "a"}), "edges[0].target: Field required"),
         (
             mutate(

@@ -1,0 +1,144 @@
+"""``cortex-agents export | import | inspect``: a thread's substrate in and out of a database."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from cortex_agents.cli.app import app, fail_cleanly, stderr, stdout
+from cortex_agents.errors import StorageError
+from cortex_agents.persistence import CortexSaver, is_postgres_url, open_saver
+from cortex_agents.persistence.inspection import describe_thread, list_threads
+from cortex_agents.persistence.transfer import export_document, import_document
+from cortex_agents.snapshot_file import dump_snapshot, load_snapshot, load_snapshot_forensic
+
+DbArgument = Annotated[str, typer.Argument(help="A SQLite file or a postgresql:// URL.")]
+ThreadOption = Annotated[str, typer.Option("--thread", help="The thread (run) id.")]
+
+
+@contextmanager
+def open_database(db: str, *, create: bool = False) -> Iterator[CortexSaver]:
+    """Open a database for the CLI; a SQLite file must exist unless ``create``."""
+    if not create and not is_postgres_url(db) and not Path(db).is_file():
+        raise StorageError("not_found", f"no database at {db!r}")
+    with open_saver(db) as saver:
+        yield saver
+
+
+@app.command("export")
+def export(
+    db: DbArgument,
+    thread: ThreadOption,
+    output: Annotated[Path, typer.Option("-o", "--output", help="The snapshot file to write.")],
+    checkpoint: Annotated[
+        str | None, typer.Option(help="Export as of this checkpoint id (default: the latest).")
+    ] = None,
+) -> None:
+    """Write a thread's substrate as a snapshot file."""
+    with fail_cleanly(), open_database(db) as saver:
+        document = export_document(saver, thread, checkpoint_id=checkpoint)
+        text = dump_snapshot(document)
+    output.write_text(text, encoding="utf-8")
+    stdout.print(
+        f"exported {thread!r}: {len(document.nodes)} nodes, {len(document.edges)} edges -> {output}",
+        markup=False,
+    )
+
+
+@app.command("import")
+def import_(
+    snapshot: Annotated[Path, typer.Argument(help="Snapshot file to import.")],
+    db: DbArgument,
+    thread: ThreadOption,
+    forensic: Annotated[
+        bool, typer.Option(help="Import the valid parts of an invalid file, then report the rest.")
+    ] = False,
+) -> None:
+    """Import a snapshot file as a new thread (strict: an invalid file writes nothing)."""
+    with fail_cleanly():
+        if forensic:
+            document, problems = load_snapshot_forensic(snapshot)
+        else:
+            document, problems = load_snapshot(snapshot), []
+        with open_database(db, create=True) as saver:
+            report = import_document(saver, thread, document, problems=tuple(problems))
+    stdout.print(
+        f"imported {thread!r}: {report.nodes} nodes, {report.edges} edges, {report.events} events",
+        markup=False,
+    )
+    if report.problems:
+        stderr.print(f"left out ({len(report.problems)} problems):", markup=False)
+        for problem in report.problems:
+            stderr.print(f"  {problem}", markup=False)
+
+
+@app.command()
+def inspect(
+    db: DbArgument,
+    thread: Annotated[
+        str | None, typer.Option("--thread", help="Show one thread in detail.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List a database's threads, or one thread's nodes, edges and rewrites."""
+    with fail_cleanly(), open_database(db) as saver:
+        data = (
+            describe_thread(saver, thread) if thread else [t.to_dict() for t in list_threads(saver)]
+        )
+    if as_json:
+        print(json.dumps(data, indent=2, ensure_ascii=False))
+        return
+    if thread is None:
+        table = Table(title=f"threads in {db}", title_justify="left")
+        for column in ("thread", "events", "nodes", "settled", "failed", "rewrites", "last event"):
+            table.add_column(column)
+        for row in data:
+            table.add_row(
+                row["thread_id"],
+                *(str(row[k]) for k in ("events", "nodes", "settled", "failed", "rewrites")),
+                row["last_event_at"] or "",
+            )
+        stdout.print(table)
+        return
+    summary = data["summary"]
+    stdout.print(
+        f"thread {thread!r}: {summary['events']} events, {summary['nodes']} nodes "
+        f"({summary['settled']} settled, {summary['failed']} failed), {summary['rewrites']} rewrites",
+        markup=False,
+    )
+    nodes = Table(title="nodes", title_justify="left")
+    for column in ("id", "kind", "status", "attempts", "captured", "completed"):
+        nodes.add_column(column)
+    for n in data["nodes"]:
+        nodes.add_row(
+            n["id"],
+            n["kind"],
+            n["status"],
+            str(n["attempts"]),
+            n["captured_at"],
+            n["completed_at"] or "",
+        )
+    stdout.print(nodes)
+    stdout.print(
+        "edges: " + (", ".join(f"{e['source']} -> {e['target']}" for e in data["edges"]) or "none")
+    )
+    if data["rewrites"]:
+        rewrites = Table(title="rewrites", title_justify="left")
+        for column in ("id", "proposer", "decision", "code", "budget before", "budget after"):
+            rewrites.add_column(column)
+        for r in data["rewrites"]:
+            rewrites.add_row(
+                str(r["rewrite_id"]),
+                r["proposer"],
+                r["decision"],
+                r["code"] or "",
+                json.dumps(r["budget_before"]),
+                json.dumps(r["budget_after"]),
+            )
+        stdout.print(rewrites)

@@ -1,0 +1,141 @@
+"""One writer per thread: locks held for the whole of an invocation.
+
+LangGraph's savers take no lock: two processes advancing one thread both
+"succeed" and one's updates vanish from the head. A checkpointer has no
+begin/end-of-run hook, so the lock is taken around the invocation
+(:meth:`CortexSaver.lock`, which the cortex runtime always uses).
+
+* :class:`ProcessLocks` — within one process (the in-memory backend).
+* :class:`FileLocks` — SQLite: an OS byte-range lock (``fcntl``) on a
+  sidecar file ``<db>.cortex-locks``, one byte per thread (by hash). The OS
+  releases it when the holder dies, so a crashed run never blocks a resume,
+  and unlike ``BEGIN IMMEDIATE`` held for a whole run it does not block
+  other threads' writes to the database. A threading lock per thread covers
+  threads of one process (POSIX record locks are per process).
+* :class:`PostgresLocks` — a session advisory lock on a dedicated
+  connection; the server releases it if the connection drops.
+
+``timeout`` is how long to wait: 0 fails at once; ``None`` waits forever.
+Failing raises :class:`ThreadBusy`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import Final
+
+from cortex_agents.errors import ThreadBusy
+
+__all__ = ["FileLocks", "PostgresLocks", "ProcessLocks", "ThreadLocks"]
+
+_POLL: Final = 0.02
+
+
+def _key(thread_id: str) -> int:
+    """A stable 62-bit key for a thread id."""
+    return int.from_bytes(hashlib.blake2b(thread_id.encode(), digest_size=8).digest(), "big") >> 2
+
+
+class ThreadLocks(ABC):
+    """Exclusive per-thread locks."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._local: dict[str, threading.Lock] = {}
+
+    def _thread_lock(self, thread_id: str) -> threading.Lock:
+        with self._guard:
+            return self._local.setdefault(thread_id, threading.Lock())
+
+    @contextmanager
+    def hold(self, thread_id: str, timeout: float | None = 0.0) -> Iterator[None]:
+        """Hold the thread's lock for the block.
+
+        Raises:
+            ThreadBusy: another holder kept it past ``timeout`` seconds.
+        """
+        started = time.monotonic()
+        local = self._thread_lock(thread_id)
+        if not local.acquire(timeout=-1 if timeout is None else timeout):
+            raise ThreadBusy(thread_id, time.monotonic() - started)
+        try:
+            remaining = (
+                None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
+            )
+            with self._hold_shared(thread_id, remaining, started):
+                yield
+        finally:
+            local.release()
+
+    @abstractmethod
+    def _hold_shared(
+        self, thread_id: str, timeout: float | None, started: float
+    ) -> AbstractContextManager[None]:
+        """Hold the cross-process part of the lock."""
+
+
+class ProcessLocks(ThreadLocks):
+    """Locks that only exclude other threads of this process."""
+
+    @contextmanager
+    def _hold_shared(self, thread_id: str, timeout: float | None, started: float) -> Iterator[None]:
+        yield
+
+
+class FileLocks(ThreadLocks):
+    """Cross-process locks for a SQLite database, on ``<db>.cortex-locks``."""
+
+    def __init__(self, database: str | Path) -> None:
+        super().__init__()
+        self.path = Path(f"{database}.cortex-locks")
+
+    @contextmanager
+    def _hold_shared(self, thread_id: str, timeout: float | None, started: float) -> Iterator[None]:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            offset = _key(thread_id)
+            while True:
+                try:
+                    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset, os.SEEK_SET)
+                    break
+                except OSError:
+                    if timeout is not None and time.monotonic() - started >= timeout:
+                        raise ThreadBusy(thread_id, time.monotonic() - started) from None
+                    time.sleep(_POLL)
+            try:
+                yield
+            finally:
+                fcntl.lockf(fd, fcntl.LOCK_UN, 1, offset, os.SEEK_SET)
+        finally:
+            os.close(fd)
+
+
+class PostgresLocks(ThreadLocks):
+    """Cross-process locks on a PostgreSQL server (session advisory locks)."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__()
+        self.url = url
+
+    @contextmanager
+    def _hold_shared(self, thread_id: str, timeout: float | None, started: float) -> Iterator[None]:
+        import psycopg
+
+        key = _key(thread_id)
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            while not conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
+                if timeout is not None and time.monotonic() - started >= timeout:
+                    raise ThreadBusy(thread_id, time.monotonic() - started)
+                time.sleep(_POLL)
+            try:
+                yield
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (key,))

@@ -1,0 +1,342 @@
+"""CortexSaver: LangGraph's own checkpointers, with the substrate stored as rows.
+
+LangGraph re-serialises a changing channel in full at every checkpoint, so an
+append-only log in the graph state costs O(N) bytes per step. This saver
+wraps any LangGraph saver (``SqliteSaver``, ``AsyncSqliteSaver``,
+``PostgresSaver``, ``AsyncPostgresSaver``, ``InMemorySaver``) and, on
+``put``, appends only the events the checkpoint adds to the substrate tables
+and stores a small cursor string in the checkpoint in their place. Reads
+rehydrate the log from the cursor. Everything else — versions, pending
+writes, metadata, history — is LangGraph's, untouched.
+
+Properties:
+
+* **O(new events) per step.** The parent's cursor is remembered per
+  checkpoint id; a put writes only ``log[parent.seq:]``.
+* **Crash ordering.** Events are committed first, the checkpoint second.
+  If a crash falls between them, the events lie beyond every committed
+  cursor: invisible. The re-executed step writes on a new branch.
+* **Time travel and forks.** A put whose parent cursor is not its branch's
+  head starts a new branch based at that cursor, so a fork and its original
+  never see each other's later events.
+* **Thread isolation.** Branches belong to one ``(thread, namespace)``; a
+  cursor of another thread is refused.
+
+The substrate channel only grows through :func:`append_events`. A value that
+does not extend its parent checkpoint's log (detected by length and last
+event) is stored as a new root branch rather than silently spliced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+)
+
+from cortex_agents.errors import InvalidArgument
+from cortex_agents.persistence.locks import ProcessLocks, ThreadLocks
+from cortex_agents.persistence.store import EMPTY_CURSOR, Cursor, SubstrateStore
+from cortex_agents.substrate.log import SubstrateLog
+
+__all__ = ["DEFAULT_CHANNEL", "CortexSaver"]
+
+DEFAULT_CHANNEL = "substrate"
+_Key = tuple[str, str, str]
+
+
+def _ids(config: RunnableConfig) -> tuple[str, str, str | None]:
+    configurable = config.get("configurable", {})
+    thread_id = configurable.get("thread_id")
+    if thread_id is None:
+        raise InvalidArgument("configurable.thread_id", "is required by the checkpointer", None)
+    return str(thread_id), configurable.get("checkpoint_ns", ""), configurable.get("checkpoint_id")
+
+
+class CortexSaver(BaseCheckpointSaver[str]):
+    """A checkpointer that persists the substrate channel at O(new events) per step.
+
+    Args:
+        inner: The LangGraph saver that stores checkpoints.
+        store: The substrate store, normally in the same database.
+        channel: The state key holding the :class:`SubstrateLog`.
+        locks: Per-thread writer locks (see :meth:`lock`).
+        cursor_cache: How many checkpoint cursors to remember.
+    """
+
+    def __init__(
+        self,
+        inner: BaseCheckpointSaver,
+        store: SubstrateStore,
+        *,
+        channel: str = DEFAULT_CHANNEL,
+        locks: ThreadLocks | None = None,
+        cursor_cache: int = 4096,
+    ) -> None:
+        super().__init__(serde=inner.serde)
+        self.inner = inner
+        self.store = store
+        self.channel = channel
+        self.locks = locks if locks is not None else ProcessLocks()
+        self._cursors: OrderedDict[_Key, tuple[Cursor, SubstrateLog]] = OrderedDict()
+        self._cursor_cache = cursor_cache
+        self._guard = threading.Lock()
+
+    # -- delegation ----------------------------------------------------------------------
+    @property
+    def config_specs(self) -> list:
+        """The inner saver's configurable fields."""
+        return self.inner.config_specs
+
+    def get_next_version(self, current: str | None, channel: None) -> str:
+        """The inner saver's version scheme (mixing schemes breaks LangGraph)."""
+        return self.inner.get_next_version(current, channel)
+
+    def with_allowlist(self, extra_allowlist: Collection[tuple[str, ...]]) -> CortexSaver:
+        """A saver whose inner saver deserialises the extra types too."""
+        return CortexSaver(
+            self.inner.with_allowlist(extra_allowlist),
+            self.store,
+            channel=self.channel,
+            locks=self.locks,
+            cursor_cache=self._cursor_cache,
+        )
+
+    # -- cursor bookkeeping --------------------------------------------------------------
+    def _remember(self, key: _Key, cursor: Cursor, log: SubstrateLog) -> None:
+        with self._guard:
+            self._cursors[key] = (cursor, log)
+            self._cursors.move_to_end(key)
+            while len(self._cursors) > self._cursor_cache:
+                self._cursors.popitem(last=False)
+
+    def _recall(self, key: _Key) -> tuple[Cursor, SubstrateLog] | None:
+        with self._guard:
+            return self._cursors.get(key)
+
+    def _rehydrate(self, tup: CheckpointTuple | None) -> CheckpointTuple | None:
+        if tup is None:
+            return None
+        values = tup.checkpoint["channel_values"]
+        cursor = Cursor.decode(values.get(self.channel))
+        if cursor is None:
+            return tup
+        thread_id, ns, checkpoint_id = _ids(tup.config)
+        log = self.store.read(thread_id, ns, cursor)
+        if checkpoint_id is not None:
+            self._remember((thread_id, ns, checkpoint_id), cursor, log)
+        checkpoint = {**tup.checkpoint, "channel_values": {**values, self.channel: log}}
+        return tup._replace(checkpoint=checkpoint)
+
+    def _parent_from(self, key: _Key, tup: CheckpointTuple | None) -> tuple[Cursor, SubstrateLog]:
+        cursor = (
+            None
+            if tup is None
+            else Cursor.decode(tup.checkpoint["channel_values"].get(self.channel))
+        )
+        if cursor is None:
+            return EMPTY_CURSOR, SubstrateLog()
+        log = self.store.read(key[0], key[1], cursor)
+        self._remember(key, cursor, log)
+        return cursor, log
+
+    def _parent_config(self, key: _Key) -> RunnableConfig:
+        return {
+            "configurable": {"thread_id": key[0], "checkpoint_ns": key[1], "checkpoint_id": key[2]}
+        }
+
+    def _store_value(
+        self, config: RunnableConfig, checkpoint: Checkpoint, parent: tuple[Cursor, SubstrateLog]
+    ) -> Checkpoint:
+        """Append the checkpoint's new events; return the checkpoint with a cursor in place of the log."""
+        value = checkpoint["channel_values"][self.channel]
+        thread_id, ns, _ = _ids(config)
+        base, base_log = parent
+        if not _extends(value, base_log):
+            base = EMPTY_CURSOR  # not an extension of the parent: a new root branch, never a splice
+        cursor = self.store.append(thread_id, ns, base, value.since(base.seq))
+        self._remember((thread_id, ns, checkpoint["id"]), cursor, value)
+        values = {**checkpoint["channel_values"], self.channel: cursor.encode()}
+        return {**checkpoint, "channel_values": values}
+
+    def _substrate_value(self, checkpoint: Checkpoint) -> SubstrateLog | None:
+        value = checkpoint["channel_values"].get(self.channel)
+        if value is None or isinstance(value, SubstrateLog):
+            return value
+        raise InvalidArgument(
+            f"channel_values.{self.channel}",
+            "must hold a SubstrateLog (declare the key as Annotated[SubstrateLog, append_events])",
+            type(value).__name__,
+        )
+
+    # -- sync API ------------------------------------------------------------------------
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint, with its substrate rehydrated."""
+        return self._rehydrate(self.inner.get_tuple(config))
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """Checkpoints newest first, each with its substrate rehydrated."""
+        for tup in list(self.inner.list(config, filter=filter, before=before, limit=limit)):
+            yield self._rehydrate(tup)  # type: ignore[misc]
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Append the substrate's new events, then store the checkpoint with a cursor."""
+        if self._substrate_value(checkpoint) is not None:
+            thread_id, ns, parent_id = _ids(config)
+            parent = (EMPTY_CURSOR, SubstrateLog())
+            if parent_id is not None:
+                key = (thread_id, ns, parent_id)
+                parent = self._recall(key) or self._parent_from(
+                    key, self.inner.get_tuple(self._parent_config(key))
+                )
+            checkpoint = self._store_value(config, checkpoint, parent)
+        return self.inner.put(config, checkpoint, metadata, new_versions)
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Pending writes are per-task deltas already: stored by the inner saver as they are."""
+        self.inner.put_writes(config, writes, task_id, task_path)
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete the thread's checkpoints and substrate."""
+        self.inner.delete_thread(thread_id)
+        self.store.delete_thread(thread_id)
+        self._forget(thread_id)
+
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping:
+        """Delegated: the substrate channel is not a delta channel."""
+        return self.inner.get_delta_channel_history(config=config, channels=channels)
+
+    # -- async API -----------------------------------------------------------------------
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint, with its substrate rehydrated."""
+        return await asyncio.to_thread(self._rehydrate, await self.inner.aget_tuple(config))
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """Checkpoints newest first, each with its substrate rehydrated."""
+        # materialise first: some inner savers hold their lock while yielding
+        tuples = [
+            t async for t in self.inner.alist(config, filter=filter, before=before, limit=limit)
+        ]
+        for tup in tuples:
+            yield await asyncio.to_thread(self._rehydrate, tup)  # type: ignore[misc]
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Append the substrate's new events, then store the checkpoint with a cursor."""
+        if self._substrate_value(checkpoint) is not None:
+            thread_id, ns, parent_id = _ids(config)
+            parent = (EMPTY_CURSOR, SubstrateLog())
+            if parent_id is not None:
+                key = (thread_id, ns, parent_id)
+                parent = self._recall(key) or await asyncio.to_thread(
+                    self._parent_from, key, await self.inner.aget_tuple(self._parent_config(key))
+                )
+            checkpoint = await asyncio.to_thread(self._store_value, config, checkpoint, parent)
+        return await self.inner.aput(config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Pending writes are per-task deltas already: stored by the inner saver as they are."""
+        await self.inner.aput_writes(config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Delete the thread's checkpoints and substrate."""
+        await self.inner.adelete_thread(thread_id)
+        await asyncio.to_thread(self.store.delete_thread, thread_id)
+        self._forget(thread_id)
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping:
+        """Delegated: the substrate channel is not a delta channel."""
+        return await self.inner.aget_delta_channel_history(config=config, channels=channels)
+
+    def _forget(self, thread_id: str) -> None:
+        with self._guard:
+            for key in [k for k in self._cursors if k[0] == thread_id]:
+                del self._cursors[key]
+
+    # -- substrate access and locking ----------------------------------------------------
+    def substrate(self, config: RunnableConfig) -> SubstrateLog | None:
+        """The substrate of a checkpoint (the thread's latest when no ``checkpoint_id``)."""
+        tup = self.get_tuple(config)
+        return None if tup is None else tup.checkpoint["channel_values"].get(self.channel)
+
+    @contextmanager
+    def lock(self, thread_id: str, *, timeout: float | None = 0.0) -> Iterator[None]:
+        """Hold the thread's writer lock around an invocation.
+
+        Raises:
+            ThreadBusy: another writer held it past ``timeout`` seconds.
+        """
+        with self.locks.hold(thread_id, timeout):
+            yield
+
+    @asynccontextmanager
+    async def alock(self, thread_id: str, *, timeout: float | None = 0.0) -> AsyncIterator[None]:
+        """:meth:`lock` for async code (waiting happens off the event loop)."""
+        manager = self.locks.hold(thread_id, timeout)
+        await asyncio.to_thread(manager.__enter__)
+        try:
+            yield
+        finally:
+            await asyncio.to_thread(manager.__exit__, None, None, None)
+
+
+def _extends(value: SubstrateLog, base: SubstrateLog) -> bool:
+    """Whether ``value`` extends ``base``: at least as long, and the same event at ``base``'s end.
+
+    The channel only grows through :func:`append_events`, so this tail check
+    is enough to catch a replaced value (e.g. LangGraph's ``Overwrite``).
+    """
+    n = len(base)
+    return len(value) >= n and (n == 0 or value[n - 1] == base[n - 1])

@@ -1,0 +1,335 @@
+"""The substrate store: branch-aware, append-only event storage for many threads.
+
+Events are rows keyed by ``(branch, seq)``; nothing written is ever
+rewritten. A *branch* belongs to one ``(thread, checkpoint_ns)``; a root
+branch starts at seq 1, and a forked branch continues a parent at
+``base_seq``: the events visible at a :class:`Cursor` ``(branch, seq)`` are
+the parent chain's up to each base, then the branch's own up to ``seq``.
+
+:meth:`SubstrateStore.append` extends the parent cursor's branch when the
+cursor is that branch's head. Otherwise the branch already holds events
+beyond the cursor — written by a later checkpoint (time travel, a fork) or
+by a step whose checkpoint never committed (a crash). If they are exactly
+the events being appended (a re-executed step), they are adopted: the new
+cursor points at them and nothing is written. If not, a new branch starts at
+the cursor. Either way no row is rewritten and no committed cursor ever sees
+an uncommitted event, so an append is idempotent.
+
+Node and edge rows mirror ``node_scheduled`` and ``edge_added`` events, with
+foreign keys from edges to nodes and from both to their event rows, so the
+database itself rejects an edge to a node that does not exist.
+
+Backends implement the small :class:`Transaction` interface; the algorithm,
+the branch chains and a cache of committed events live here, once.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from abc import ABC, abstractmethod
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Final
+
+from cortex_agents.errors import InvalidArgument, StorageError
+from cortex_agents.substrate.events import (
+    EdgeAdded,
+    Event,
+    NodeScheduled,
+    event_from_dict,
+    event_to_dict,
+)
+from cortex_agents.substrate.log import LogBuffer, SubstrateLog
+
+__all__ = ["Cursor", "Segment", "SubstrateStore", "Transaction", "decode_event", "encode_event"]
+
+_CURSOR_PREFIX: Final = "cortex-substrate:v1:"
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Cursor:
+    """How much of which branch a checkpoint sees: ``seq`` events ending on ``branch``.
+
+    ``Cursor(0, 0)`` is the empty substrate (no branch yet).
+    """
+
+    branch: int
+    seq: int
+
+    def encode(self) -> str:
+        """The string a checkpoint stores in place of the log."""
+        return f"{_CURSOR_PREFIX}{self.branch}:{self.seq}"
+
+    @staticmethod
+    def decode(value: object) -> Cursor | None:
+        """The cursor in ``value``, or ``None`` when it is not an encoded cursor."""
+        if not isinstance(value, str) or not value.startswith(_CURSOR_PREFIX):
+            return None
+        branch, _, seq = value[len(_CURSOR_PREFIX) :].partition(":")
+        if not (branch.isdigit() and seq.isdigit()):
+            return None
+        return Cursor(int(branch), int(seq))
+
+
+EMPTY_CURSOR: Final = Cursor(0, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """One branch of a lineage: its events have seq > ``base``."""
+
+    branch: int
+    base: int
+
+
+def encode_event(event: Event) -> str:
+    """Compact JSON of an event, as stored in an event row.
+
+    Raises:
+        InvalidArgument: the event holds a value JSON cannot represent.
+    """
+    try:
+        return json.dumps(
+            event_to_dict(event), separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        )
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgument("event", f"must be JSON-serialisable: {exc}", event) from None
+
+
+def decode_event(body: str) -> Event:
+    """The event of a stored row."""
+    return event_from_dict(json.loads(body))
+
+
+class Transaction(ABC):
+    """What a backend does inside one transaction. Raise :class:`StorageError` on integrity failures."""
+
+    @abstractmethod
+    def create_branch(
+        self, thread_id: str, checkpoint_ns: str, parent: int | None, base_seq: int
+    ) -> int:
+        """Insert a branch row; return its key."""
+
+    @abstractmethod
+    def branch_row(self, branch: int) -> tuple[str, str, int | None, int] | None:
+        """``(thread_id, checkpoint_ns, parent, base_seq)`` of a branch, if it exists."""
+
+    @abstractmethod
+    def head(self, branch: int) -> int | None:
+        """The highest seq stored on the branch itself, if any."""
+
+    @abstractmethod
+    def insert_events(self, branch: int, rows: Sequence[tuple[int, str]]) -> None:
+        """Insert ``(seq, body)`` rows."""
+
+    @abstractmethod
+    def insert_node(self, branch: int, seq: int, node_id: str) -> None:
+        """Insert the node row backed by event ``(branch, seq)``."""
+
+    @abstractmethod
+    def insert_edge(
+        self,
+        branch: int,
+        seq: int,
+        source: str,
+        target: str,
+        lineage: Sequence[tuple[int, int | None]],
+    ) -> None:
+        """Insert the edge row of event ``(branch, seq)``.
+
+        ``lineage`` lists ``(branch, max_seq)`` pairs whose node rows are
+        visible (``None``: no bound); an endpoint not found there is an
+        integrity error.
+        """
+
+    @abstractmethod
+    def read_events(self, branch: int, after: int, upto: int) -> list[str]:
+        """Bodies of events ``after < seq <= upto`` of one branch, in seq order."""
+
+    @abstractmethod
+    def threads(self) -> list[str]:
+        """Every thread with a branch, sorted."""
+
+    @abstractmethod
+    def delete_thread(self, thread_id: str) -> list[int]:
+        """Delete every row of a thread; return the deleted branch keys."""
+
+    @abstractmethod
+    def counts(self) -> dict[str, int]:
+        """Rows per table."""
+
+
+class SubstrateStore(ABC):
+    """Append-only substrate storage with one protocol over several backends.
+
+    Thread-safe. Subclasses provide :meth:`transaction` (and setup/close).
+    """
+
+    def __init__(self, *, cache_branches: int = 32) -> None:
+        self._lock = threading.RLock()
+        self._chains: dict[int, tuple[Segment, ...]] = {}
+        self._owners: dict[int, tuple[str, str]] = {}
+        self._buffers: OrderedDict[int, LogBuffer] = OrderedDict()
+        self._cache_branches = cache_branches
+
+    # -- backend hooks -----------------------------------------------------------------
+    @abstractmethod
+    def transaction(self, *, write: bool = True) -> AbstractContextManager[Transaction]:
+        """One transaction; committed on success, rolled back on error."""
+
+    @abstractmethod
+    def setup(self) -> None:
+        """Create or migrate the schema (idempotent)."""
+
+    def close(self) -> None:  # noqa: B027  (optional hook)
+        """Release connections."""
+
+    # -- the algorithm -----------------------------------------------------------------
+    def _lineage(
+        self, tx: Transaction, branch: int, thread_id: str, checkpoint_ns: str
+    ) -> tuple[Segment, ...]:
+        """Segments root..leaf of ``branch``, checking it belongs to the thread."""
+        chain = self._chains.get(branch)
+        if chain is None:
+            segments: list[Segment] = []
+            owner = None
+            current: int | None = branch
+            while current is not None:
+                row = tx.branch_row(current)
+                if row is None:
+                    raise StorageError("integrity", f"substrate branch {current} does not exist")
+                owner = owner or (row[0], row[1])
+                segments.append(Segment(current, row[3]))
+                current = row[2]
+            chain = tuple(reversed(segments))
+            self._chains[branch] = chain
+            self._owners[branch] = owner  # type: ignore[assignment]
+        if self._owners[branch] != (thread_id, checkpoint_ns):
+            raise StorageError(
+                "integrity",
+                f"substrate branch {branch} belongs to another thread than {thread_id!r}",
+            )
+        return chain
+
+    def append(
+        self, thread_id: str, checkpoint_ns: str, parent: Cursor | None, events: Sequence[Event]
+    ) -> Cursor:
+        """Store ``events`` after ``parent`` and return the new cursor.
+
+        The events must already be valid (folded) after the parent's; the
+        database checks integrity again. Appending nothing returns ``parent``.
+
+        Raises:
+            StorageError: an integrity failure (the transaction is rolled back).
+            InvalidArgument: an event is not JSON-serialisable.
+        """
+        parent = parent or EMPTY_CURSOR
+        if not events:
+            return parent
+        bodies = [encode_event(e) for e in events]
+        start = parent.seq
+        with self._lock, self.transaction() as tx:
+            if parent.branch == 0:
+                branch = tx.create_branch(thread_id, checkpoint_ns, None, 0)
+            else:
+                chain = self._lineage(tx, parent.branch, thread_id, checkpoint_ns)
+                head = tx.head(parent.branch)
+                head = chain[-1].base if head is None else head
+                if parent.seq > head:
+                    raise StorageError(
+                        "integrity", f"cursor {parent} is beyond its branch's {head} events"
+                    )
+                if head != parent.seq:
+                    stored = tx.read_events(parent.branch, parent.seq, parent.seq + len(bodies))
+                    if stored == bodies:  # the same events are already there: adopt them
+                        return Cursor(parent.branch, parent.seq + len(bodies))
+                    branch = tx.create_branch(thread_id, checkpoint_ns, parent.branch, parent.seq)
+                else:
+                    branch = parent.branch
+            chain = self._lineage(tx, branch, thread_id, checkpoint_ns)
+            tx.insert_events(branch, [(start + i, body) for i, body in enumerate(bodies, 1)])
+            visible = [(seg.branch, nxt.base) for seg, nxt in itertools.pairwise(chain)] + [
+                (branch, None)
+            ]
+            for i, event in enumerate(events, 1):
+                if isinstance(event, NodeScheduled):
+                    tx.insert_node(branch, start + i, event.node_id)
+                elif isinstance(event, EdgeAdded):
+                    tx.insert_edge(branch, start + i, event.source, event.target, visible)
+        with self._lock:
+            cached = self._buffers.get(branch)
+            if cached is not None and len(cached) == start:
+                cached.extend(events)
+            elif parent.branch == 0:
+                self._cache(branch, LogBuffer(events))
+        return Cursor(branch, start + len(events))
+
+    def read(self, thread_id: str, checkpoint_ns: str, cursor: Cursor) -> SubstrateLog:
+        """The log visible at ``cursor`` (O(1) when its branch is cached).
+
+        Raises:
+            StorageError: the cursor names a missing branch, another thread's
+                branch, or more events than are stored.
+        """
+        if cursor.branch == 0:
+            return SubstrateLog()
+        with self._lock:
+            buffer = self._buffers.get(cursor.branch)
+            if buffer is not None:
+                self._buffers.move_to_end(cursor.branch)
+                if self._owners.get(cursor.branch) != (thread_id, checkpoint_ns):
+                    buffer = None
+            if buffer is None or len(buffer) < cursor.seq:
+                with self.transaction(write=False) as tx:
+                    chain = self._lineage(tx, cursor.branch, thread_id, checkpoint_ns)
+                    if buffer is None:
+                        bounds = [nxt.base for nxt in chain[1:]] + [cursor.seq]
+                        events = [
+                            decode_event(body)
+                            for seg, upto in zip(chain, bounds, strict=True)
+                            for body in tx.read_events(seg.branch, seg.base, upto)
+                        ]
+                        buffer = LogBuffer(events)
+                    else:
+                        bodies = tx.read_events(cursor.branch, len(buffer), cursor.seq)
+                        buffer.extend(decode_event(b) for b in bodies)
+                if len(buffer) < cursor.seq:
+                    raise StorageError(
+                        "integrity", f"cursor {cursor} names events that are not stored"
+                    )
+                self._cache(cursor.branch, buffer)
+            return buffer.view(cursor.seq)
+
+    def _cache(self, branch: int, buffer: LogBuffer) -> None:
+        self._buffers[branch] = buffer
+        self._buffers.move_to_end(branch)
+        while len(self._buffers) > self._cache_branches:
+            self._buffers.popitem(last=False)
+
+    def threads(self) -> list[str]:
+        """Every thread that has substrate events, sorted."""
+        with self.transaction(write=False) as tx:
+            return tx.threads()
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete every substrate row of a thread (all namespaces, all branches)."""
+        with self._lock:
+            with self.transaction() as tx:
+                deleted = tx.delete_thread(thread_id)
+            for branch in deleted:
+                self._buffers.pop(branch, None)
+                self._chains.pop(branch, None)
+                self._owners.pop(branch, None)
+
+    def counts(self) -> dict[str, int]:
+        """Rows per table (branches, events, nodes, edges)."""
+        with self.transaction(write=False) as tx:
+            return tx.counts()
+
+    def branches(self) -> Iterator[int]:
+        """Branch keys held in the cache (for tests and diagnostics)."""
+        return iter(tuple(self._buffers))

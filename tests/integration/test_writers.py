@@ -1,0 +1,88 @@
+"""One writer per thread, across processes: waiting loses nothing, impatience gets ThreadBusy."""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+
+import pytest
+
+from cortex_agents.errors import ThreadBusy
+from cortex_agents.persistence import open_saver
+from tests.graphs import chain_graph, expected_log
+
+STEPS_PER_WRITER = 6
+CONFIG = {"configurable": {"thread_id": "shared"}}
+
+
+def advance(database: str, steps: int) -> None:
+    """Add ``steps`` steps to the shared thread, holding its writer lock."""
+    with open_saver(database) as saver:
+        app = chain_graph().compile(checkpointer=saver)
+        with saver.lock("shared", timeout=None):
+            state = app.get_state(CONFIG).values
+            app.invoke({"goal": state.get("steps", 0) + steps}, CONFIG)
+
+
+def hold(database: str, seconds: float, held) -> None:
+    with open_saver(database) as saver, saver.lock("shared"):
+        held.set()
+        time.sleep(seconds)
+
+
+@pytest.fixture
+def spawn():
+    return multiprocessing.get_context("spawn")
+
+
+def test_concurrent_writers_lose_nothing(durable_database, spawn):
+    with open_saver(durable_database):
+        pass  # create the tables once, before the writers race
+    writers = [
+        spawn.Process(target=advance, args=(durable_database, STEPS_PER_WRITER)) for _ in range(4)
+    ]
+    for w in writers:
+        w.start()
+    for w in writers:
+        w.join(120)
+        assert w.exitcode == 0
+    with open_saver(durable_database) as saver:
+        app = chain_graph().compile(checkpointer=saver)
+        final = app.get_state(CONFIG).values
+        assert final["steps"] == 4 * STEPS_PER_WRITER
+        assert final["substrate"] == expected_log(4 * STEPS_PER_WRITER)
+
+
+def test_a_busy_thread_is_refused_with_thread_busy(durable_database, spawn):
+    with open_saver(durable_database):
+        pass
+    held = spawn.Event()
+    holder = spawn.Process(target=hold, args=(durable_database, 3.0, held))
+    holder.start()
+    try:
+        assert held.wait(60)
+        with open_saver(durable_database) as saver:
+            started = time.monotonic()
+            with pytest.raises(ThreadBusy) as caught, saver.lock("shared", timeout=0.3):
+                pass
+            assert caught.value.thread_id == "shared"
+            assert 0.25 <= time.monotonic() - started < 2.5
+            with saver.lock("other-thread", timeout=0):  # other threads are unaffected
+                pass
+    finally:
+        holder.join(30)
+    with open_saver(durable_database) as saver, saver.lock("shared", timeout=0):
+        pass  # released when the holder exited
+
+
+def test_a_dead_holder_never_blocks_a_resume(durable_database, spawn):
+    with open_saver(durable_database):
+        pass
+    held = spawn.Event()
+    holder = spawn.Process(target=hold, args=(durable_database, 60.0, held))
+    holder.start()
+    assert held.wait(60)
+    holder.kill()  # SIGKILL: no cleanup runs
+    holder.join(30)
+    with open_saver(durable_database) as saver, saver.lock("shared", timeout=5):
+        pass
