@@ -12,6 +12,8 @@ working for callers who do not know this tree::
     ├── InvalidSnapshot(ValueError)      a snapshot file or value broke the format (.problems)
     ├── InvalidEvent(ValueError)         an event that cannot follow the events before it (.index)
     ├── ThreadBusy(RuntimeError)         another writer is advancing the thread (.thread_id)
+    ├── InvalidWire(ValueError)          a wire (workflow) breaks a rule (.problems)
+    ├── RunFailed(RuntimeError)          a stage failed and the wire says to stop (.failures)
     ├── StorageError(RuntimeError)       storage refused an operation (.code: integrity, schema_too_new, ...)
     └── ScratchMemoryError               a scratch-memory operation was refused (.code, .path)
         ├── InvalidMemoryPath(ValueError)      the path breaks a path rule (.rule)
@@ -36,10 +38,12 @@ __all__ = [
     "InvalidEvent",
     "InvalidMemoryPath",
     "InvalidSnapshot",
+    "InvalidWire",
     "MemoryIsADirectory",
     "MemoryNotADirectory",
     "MemoryNotFound",
     "Problem",
+    "RunFailed",
     "ScratchMemoryError",
     "StorageError",
     "ThreadBusy",
@@ -189,6 +193,39 @@ class ThreadBusy(CortexError, RuntimeError):
             f"thread {thread_id!r} is being advanced by another writer "
             f"(gave up after {waited:.1f} s); retry later or wait longer"
         )
+
+
+class InvalidWire(CortexError, ValueError):
+    """A wire (workflow declaration) breaks a rule; nothing ran.
+
+    Attributes:
+        problems: Each defect with its location (``stages[2].kind``, ``edges[0]``, ...).
+    """
+
+    code = "invalid_wire"
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        self.problems = tuple(problems)
+        lines = "\n".join(f"  {p}" for p in self.problems)
+        count = len(self.problems)
+        super().__init__(f"invalid wire ({count} problem{'s' * (count != 1)}):\n{lines}")
+
+
+class RunFailed(CortexError, RuntimeError):
+    """Stages failed and the wire stops on failure; the substrate records each failure.
+
+    Attributes:
+        thread_id: The run.
+        failures: ``(stage id, error message)`` of each failed stage.
+    """
+
+    code = "run_failed"
+
+    def __init__(self, thread_id: str, failures: Sequence[tuple[str, str]]) -> None:
+        self.thread_id = thread_id
+        self.failures = tuple(failures)
+        detail = "; ".join(f"{stage!r}: {error}" for stage, error in self.failures)
+        super().__init__(f"run {thread_id!r} stopped: stage failed — {detail}")
 
 
 class StorageError(CortexError, RuntimeError):

@@ -12,10 +12,10 @@ import typer
 from rich.table import Table
 
 from cortex_agents.cli.app import app, fail_cleanly, stderr, stdout
-from cortex_agents.errors import StorageError
+from cortex_agents.errors import InvalidArgument, StorageError
 from cortex_agents.persistence import CortexSaver, is_postgres_url, open_saver
 from cortex_agents.persistence.inspection import describe_thread, list_threads
-from cortex_agents.persistence.transfer import export_document, import_document
+from cortex_agents.persistence.transfer import export_as_seen_by, export_document, import_document
 from cortex_agents.snapshot_file import dump_snapshot, load_snapshot, load_snapshot_forensic
 
 DbArgument = Annotated[str, typer.Argument(help="A SQLite file or a postgresql:// URL.")]
@@ -39,10 +39,21 @@ def export(
     checkpoint: Annotated[
         str | None, typer.Option(help="Export as of this checkpoint id (default: the latest).")
     ] = None,
+    as_seen_by: Annotated[
+        str | None,
+        typer.Option("--as-seen-by", help="Export the snapshot this stage's memory saw at entry."),
+    ] = None,
 ) -> None:
     """Write a thread's substrate as a snapshot file."""
     with fail_cleanly(), open_database(db) as saver:
-        document = export_document(saver, thread, checkpoint_id=checkpoint)
+        if as_seen_by is not None:
+            if checkpoint is not None:
+                raise InvalidArgument(
+                    "--as-seen-by", "cannot be combined with --checkpoint", as_seen_by
+                )
+            document = export_as_seen_by(saver, thread, as_seen_by)
+        else:
+            document = export_document(saver, thread, checkpoint_id=checkpoint)
         text = dump_snapshot(document)
     output.write_text(text, encoding="utf-8")
     stdout.print(

@@ -9,7 +9,7 @@ shared by every handle over it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
@@ -42,7 +42,7 @@ class MemorySnapshot:
 
     captured_at: datetime
     nodes: Mapping[NodeId, NodeRecord]
-    edges: tuple[EdgeRecord, ...]
+    edges: Sequence[EdgeRecord]
     run_id: str | None = None
 
     def __post_init__(self) -> None:
@@ -96,8 +96,20 @@ class MemorySnapshot:
     def from_state(
         cls, state: GraphState, captured_at: datetime, *, run_id: str | None = None
     ) -> MemorySnapshot:
-        """The snapshot of a materialized graph state, referenced at ``captured_at``."""
-        return cls(captured_at, state.nodes, state.edges, run_id)
+        """The snapshot of a materialized graph state, referenced at ``captured_at``.
+
+        O(1): a folded state is consistent by construction, so its nodes and
+        edges are not checked again.
+        """
+        snapshot = cls.__new__(cls)
+        for name, value in (
+            ("captured_at", require_aware(captured_at, "captured_at")),
+            ("nodes", state.nodes),
+            ("edges", state.edges),
+            ("run_id", run_id),
+        ):
+            object.__setattr__(snapshot, name, value)
+        return snapshot
 
     @cached_property
     def index(self) -> SnapshotIndex:

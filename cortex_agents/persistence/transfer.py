@@ -49,6 +49,7 @@ __all__ = [
     "ImportReport",
     "UnknownThread",
     "document_events",
+    "export_as_seen_by",
     "export_document",
     "import_document",
     "thread_config",
@@ -167,6 +168,37 @@ def export_document(
         entry_time = max(entry_time, parse_timestamp(imported, _ENTRY_TIME))
     run_id = metadata.get(_RUN_ID, thread_id)
     return SnapshotDocument.from_state(log.state, entry_time, run_id=run_id)
+
+
+def export_as_seen_by(saver: CortexSaver, thread_id: str, stage_id: str) -> SnapshotDocument:
+    """The snapshot exactly as a stage saw it at entry (its latest recorded start).
+
+    The document holds the substrate prefix the stage's memory was bound to,
+    referenced at the stage's entry time: querying it from the stage gives
+    the ranking the stage got.
+
+    Raises:
+        UnknownThread: the thread has no substrate.
+        UnknownNode: the stage never started with a recorded snapshot.
+    """
+    tup = saver.get_tuple(thread_config(thread_id))
+    log = None if tup is None else tup.checkpoint["channel_values"].get(saver.channel)
+    if log is None:
+        raise UnknownThread(thread_id)
+    started = [
+        e
+        for e in log
+        if isinstance(e, StageStarted) and e.node_id == stage_id and e.frontier is not None
+    ]
+    if not started:
+        error = UnknownNode(stage_id)
+        error.args = (
+            f"stage {stage_id!r} has no recorded start with a memory snapshot in {thread_id!r}",
+        )
+        raise error
+    entry = started[-1]
+    seen = log.prefix(entry.frontier)  # type: ignore[arg-type]
+    return SnapshotDocument.from_state(seen.state, entry.at, run_id=thread_id)
 
 
 def latest_time(log: SubstrateLog) -> datetime:

@@ -55,10 +55,18 @@ class EdgeAdded:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StageStarted:
-    """A stage body begins (again, after a crash: bodies run at least once)."""
+    """A stage body begins (again, after a crash: bodies run at least once).
+
+    Attributes:
+        node_id: The stage.
+        at: Its entry time: the reference time of its memory snapshot.
+        frontier: How many substrate events its memory snapshot saw, when
+            the runtime bound one (so the snapshot can be rebuilt exactly).
+    """
 
     node_id: NodeId
     at: datetime
+    frontier: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -128,6 +136,7 @@ EVENT_TYPES: Final[dict[str, type]] = {
     "tool_call_made": ToolCallMade,
 }
 _OMITTED_WHEN_EMPTY: Final = frozenset({"config", "tags"})
+_OMITTED_WHEN_NONE: Final = frozenset({"frontier"})
 _TYPE_NAMES: Final[dict[type, str]] = {cls: name for name, cls in EVENT_TYPES.items()}
 _FACT_FIELDS: Final = (
     "rewrite_id",
@@ -146,7 +155,8 @@ _FACT_FIELDS: Final = (
 def event_to_dict(event: Event) -> dict[str, Any]:
     """The JSON form of an event: ``{"type": ..., <fields>}`` with ISO timestamps.
 
-    Empty ``config`` and ``tags`` are left out (they are the defaults).
+    Empty ``config`` and ``tags`` and a ``None`` ``frontier`` are left out
+    (they are the defaults).
     """
     name = _TYPE_NAMES.get(type(event))
     if name is None:
@@ -154,7 +164,9 @@ def event_to_dict(event: Event) -> dict[str, Any]:
     out: dict[str, Any] = {"type": name}
     for slot in type(event).__slots__:
         value = getattr(event, slot)
-        if slot in _OMITTED_WHEN_EMPTY and not value:
+        if (slot in _OMITTED_WHEN_EMPTY and not value) or (
+            slot in _OMITTED_WHEN_NONE and value is None
+        ):
             continue  # defaults: keep stored events small
         if slot == "at":
             value = format_timestamp(value)

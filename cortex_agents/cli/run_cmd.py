@@ -1,0 +1,120 @@
+"""``cortex-agents run WIRE --db DB --thread T [--input JSON]``: run or resume a wire."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from cortex_agents.cli.app import app, fail_cleanly, stderr, stdout
+from cortex_agents.cli.db_cmds import open_database
+from cortex_agents.errors import InvalidArgument, RunFailed
+from cortex_agents.runtime import Progress, Runtime, load_wire
+from cortex_agents.substrate import NodeScheduled, StageCompleted, StageFailed, StageStarted
+
+__all__ = ["run"]
+
+
+def parse_input(text: str | None) -> Any:
+    """The run input from ``--input`` (JSON; a bare string is taken as a string)."""
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidArgument(
+            "--input", f"must be JSON ({exc.msg} at column {exc.colno})", text
+        ) from None
+
+
+class _Printer:
+    """Prints one line per stage transition, as the run streams them."""
+
+    def __init__(self) -> None:
+        self.started: dict[str, float] = {}
+        self.scheduled = 0
+
+    def __call__(self, progress: Progress) -> None:
+        event = progress.event
+        if isinstance(event, NodeScheduled):
+            self.scheduled += 1
+            return
+        if self.scheduled:
+            stdout.print(f"[dim]scheduled {self.scheduled} stage(s)[/dim]")
+            self.scheduled = 0
+        if isinstance(event, StageStarted):
+            self.started[event.node_id] = time.monotonic()
+        elif isinstance(event, StageCompleted):
+            took = time.monotonic() - self.started.get(event.node_id, time.monotonic())
+            stdout.print(
+                f"[green]✓[/green] {event.node_id} [dim]({progress.node}, {took:.2f}s)[/dim]"
+            )
+        elif isinstance(event, StageFailed):
+            stdout.print(
+                f"[red]✗[/red] {event.node_id} [dim]({progress.node})[/dim]: {event.error}",
+                markup=True,
+            )
+
+
+@app.command()
+def run(
+    wire_path: Annotated[
+        Path, typer.Argument(metavar="WIRE", help="A wire: .py (exposing `wire`), .toml or .yaml.")
+    ],
+    db: Annotated[
+        str, typer.Option("--db", help="SQLite file (created if missing) or postgresql:// URL.")
+    ] = "cortex.db",
+    thread: Annotated[
+        str | None, typer.Option("--thread", help="Thread (run) id; an existing one is resumed.")
+    ] = None,
+    input_json: Annotated[
+        str | None, typer.Option("--input", help="The run's input, as JSON.")
+    ] = None,
+    lock_timeout: Annotated[
+        float,
+        typer.Option(min=0, help="Seconds to wait if another process is advancing the thread."),
+    ] = 0.0,
+) -> None:
+    """Run a wire on a thread until nothing is runnable (resuming it if it exists)."""
+    thread_id = thread or uuid.uuid4().hex[:12]
+    with fail_cleanly():
+        wire = load_wire(wire_path)
+        run_input = parse_input(input_json)
+        with open_database(db, create=True) as saver:
+            runtime = Runtime(wire, saver, lock_timeout=lock_timeout)
+            stdout.print(
+                f"running [bold]{wire.name}[/bold] on thread [bold]{thread_id}[/bold] in {db}"
+            )
+            try:
+                result = runtime.run(thread_id, run_input, on_progress=_Printer())
+            except RunFailed:
+                result = runtime.result(thread_id)
+                _summary(result.state.nodes.values())
+                raise
+    _summary(result.state.nodes.values())
+    status = "complete" if result.complete else "stopped (nothing runnable)"
+    stdout.print(f"thread {thread_id}: {status}")
+
+
+def _summary(nodes: Any) -> None:
+    table = Table(title="stages", title_justify="left", expand=True)
+    for column in ("stage", "kind", "status", "attempts", "output"):
+        table.add_column(
+            column, overflow="ellipsis", no_wrap=True, ratio=1 if column == "output" else None
+        )
+    for node in nodes:
+        preview = "" if node.output is None else json.dumps(node.output, ensure_ascii=False)
+        style = {"completed": "green", "failed": "red"}.get(node.status, "yellow")
+        table.add_row(
+            node.id,
+            node.kind,
+            f"[{style}]{node.status}[/{style}]",
+            str(node.attempts),
+            preview[:200],
+        )
+    (stderr if any(n.status == "failed" for n in nodes) else stdout).print(table)

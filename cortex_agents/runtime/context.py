@@ -1,0 +1,57 @@
+"""What a stage function receives: its stage context."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from cortex_agents.memory.handle import MemoryHandle
+from cortex_agents.memory.match import Match
+from cortex_agents.memory.strategy import MemoryStrategy
+from cortex_agents.runtime.clock import Clock
+from cortex_agents.substrate.records import NodeId
+
+__all__ = ["StageContext"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StageContext:
+    """A stage's view of its run, bound once at stage entry.
+
+    The context is also what tools receive (as ``ToolRuntime.context``): a
+    tool reads the stage's memory handle from here, never from arguments a
+    model writes.
+
+    Attributes:
+        stage_id: The stage's node id.
+        kind: Its stage kind.
+        thread_id: The run (LangGraph thread).
+        config: The stage's configuration from the wire.
+        inputs: Outputs of its direct predecessors, by node id, in edge order
+            (its Markov boundary).
+        memory: The memory handle over the snapshot bound at entry: settled
+            observations as of the frontier's start, never a sibling's.
+        entry_time: When the stage started (the snapshot's reference time).
+        run_input: The run's input.
+        strategy: Its declared memory strategy.
+        clock: The runtime's clock.
+        extras: Capabilities other layers attach (tools, models, scratch memory).
+    """
+
+    stage_id: NodeId
+    kind: str
+    thread_id: str
+    config: Mapping[str, Any]
+    inputs: Mapping[NodeId, Any]
+    memory: MemoryHandle
+    entry_time: datetime
+    run_input: Any
+    strategy: MemoryStrategy
+    clock: Clock
+    extras: Mapping[str, Any] = field(default_factory=dict)
+
+    def recall(self) -> tuple[Match, ...]:
+        """The stage's own memory query, as its declared strategy resolves it (classic: none)."""
+        return self.memory.recall()

@@ -1,0 +1,179 @@
+"""Stages inside an existing LangGraph ``StateGraph``, without a wire.
+
+Add a substrate key to your state and wrap the nodes you want recorded::
+
+    class State(TypedDict, total=False):
+        question: str
+        answer: str
+        substrate: Annotated[SubstrateLog, append_events]
+
+    def research(state: State, ctx: StageContext) -> dict:
+        ...  # ctx.inputs, ctx.memory (bound to the substrate as this node started)
+        return {"answer": ...}
+
+    graph.add_node("research", stage_node(research, kind="analyst", after=["plan"]))
+
+Compile with a :class:`~cortex_agents.persistence.CortexSaver` so the
+substrate is stored as rows. Each call of the node schedules its stage (the
+node's name by default; ``name#2``, ``name#3`` when a loop runs it again),
+links it to the ``after`` stages, binds the memory snapshot, runs your
+function and records its output — by default the JSON form of the update it
+returns, without the substrate key.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+from langchain_core.runnables import RunnableConfig
+from pydantic_core import to_jsonable_python
+
+from cortex_agents.errors import InvalidArgument
+from cortex_agents.memory.presets import BUILTIN_PRESETS, PresetRegistry
+from cortex_agents.memory.strategy import Classic, MemoryStrategy
+from cortex_agents.runtime.clock import Clock, utc_clock
+from cortex_agents.runtime.context import StageContext
+from cortex_agents.runtime.stage import bind_context
+from cortex_agents.substrate.events import (
+    EdgeAdded,
+    Event,
+    NodeScheduled,
+    StageCompleted,
+    StageFailed,
+    StageStarted,
+    event_to_dict,
+)
+from cortex_agents.substrate.log import SubstrateLog
+from cortex_agents.substrate.records import NodeId
+
+__all__ = ["stage_node"]
+
+StageNodeFunction = Callable[[Any, StageContext], dict[str, Any]]
+
+
+def _stage_id(log: SubstrateLog, base: str) -> NodeId:
+    nodes = log.state.nodes
+    if base not in nodes:
+        return NodeId(base)
+    n = 2
+    while f"{base}#{n}" in nodes:
+        n += 1
+    return NodeId(f"{base}#{n}")
+
+
+def stage_node(
+    fn: StageNodeFunction,
+    *,
+    kind: str,
+    name: str | None = None,
+    after: Sequence[str] | Callable[[Any], Sequence[str]] = (),
+    memory: MemoryStrategy | None = None,
+    presets: PresetRegistry = BUILTIN_PRESETS,
+    output: str | Callable[[dict[str, Any]], Any] | None = None,
+    on_error: Literal["raise", "record"] = "raise",
+    clock: Clock = utc_clock,
+    channel: str = "substrate",
+) -> Callable[..., Any]:
+    """Wrap ``fn(state, ctx) -> update`` as a LangGraph node that records a stage.
+
+    Args:
+        fn: Your node body; it also receives the stage context. Sync or async.
+        kind: The stage kind recorded.
+        name: The stage id (default: the function's name).
+        after: Stage ids this stage consumes (edges are recorded from each;
+            they must already be in the substrate), or a function of the state.
+        memory: The memory strategy of the stage's handle.
+        presets: The registry its presets resolve in.
+        output: The update key to record as the stage output, or a function of
+            the update; default: the whole update without the substrate key.
+        on_error: ``raise`` (LangGraph's own semantics: the node fails and its
+            writes are dropped) or ``record`` (a ``stage_failed`` event is
+            written and the node returns without your update).
+        clock: The source of recorded times.
+        channel: The state key of the substrate.
+    """
+    if on_error not in ("raise", "record"):
+        raise InvalidArgument("on_error", "must be 'raise' or 'record'", on_error)
+    base = name or getattr(fn, "__name__", kind)
+    strategy = memory if memory is not None else Classic()
+
+    def prepare(state: Any, config: RunnableConfig) -> tuple[StageContext, list[Event], int]:
+        log = state.get(channel) or SubstrateLog()
+        stage = _stage_id(log, base)
+        upstream = list(after(state) if callable(after) else after)
+        missing = [s for s in upstream if s not in log.state.nodes]
+        if missing:
+            raise InvalidArgument(
+                "after", f"stages {missing} are not in the substrate yet", upstream
+            )
+        now = clock()
+        scheduled: list[Event] = [NodeScheduled(node_id=stage, kind=kind, at=now)]
+        scheduled += [EdgeAdded(source=NodeId(s), target=stage, at=now) for s in upstream]
+        frontier = log.appended(scheduled)
+        thread_id = str(config.get("configurable", {}).get("thread_id", ""))
+        ctx = bind_context(
+            frontier,
+            stage,
+            thread_id=thread_id,
+            run_input=None,
+            clock=clock,
+            strategy=strategy,
+            presets=presets,
+        )
+        return ctx, scheduled, len(frontier)
+
+    def finish(ctx: StageContext, scheduled: list[Event], seen: int, update: Any) -> dict[str, Any]:
+        if not isinstance(update, dict):
+            raise InvalidArgument(
+                "update", "a stage node must return a dict (a state update)", type(update).__name__
+            )
+        body = {k: v for k, v in update.items() if k != channel}
+        recorded = body.get(output) if isinstance(output, str) else output(body) if output else body
+        events = [
+            *scheduled,
+            StageStarted(node_id=ctx.stage_id, at=ctx.entry_time, frontier=seen),
+            StageCompleted(
+                node_id=ctx.stage_id, at=clock(), output=to_jsonable_python(recorded, fallback=str)
+            ),
+        ]
+        return {**body, channel: [*update.get(channel, ()), *(event_to_dict(e) for e in events)]}
+
+    def failed(
+        ctx: StageContext, scheduled: list[Event], seen: int, exc: Exception
+    ) -> dict[str, Any]:
+        events = [
+            *scheduled,
+            StageStarted(node_id=ctx.stage_id, at=ctx.entry_time, frontier=seen),
+            StageFailed(node_id=ctx.stage_id, at=clock(), error=f"{type(exc).__name__}: {exc}"),
+        ]
+        return {channel: [event_to_dict(e) for e in events]}
+
+    if inspect.iscoroutinefunction(fn):
+
+        async def anode(state: Any, config: RunnableConfig) -> dict[str, Any]:
+            ctx, scheduled, seen = prepare(state, config)
+            try:
+                update = await fn(state, ctx)
+            except Exception as exc:
+                if on_error == "raise":
+                    raise
+                return failed(ctx, scheduled, seen, exc)
+            return finish(ctx, scheduled, seen, update)
+
+        anode.__name__ = base
+        return anode
+
+    def node(state: Any, config: RunnableConfig) -> dict[str, Any]:
+        ctx, scheduled, seen = prepare(state, config)
+        try:
+            update = fn(state, ctx)
+        except Exception as exc:
+            if on_error == "raise":
+                raise
+            return failed(ctx, scheduled, seen, exc)
+        return finish(ctx, scheduled, seen, update)
+
+    node.__name__ = base
+    return node

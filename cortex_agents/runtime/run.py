@@ -1,0 +1,166 @@
+"""Run a wire on a thread: start it, resume it, stream its progress.
+
+:class:`Runtime` compiles a wire once; :meth:`Runtime.run` advances one
+thread until nothing is runnable. It holds the thread's writer lock for the
+whole invocation (one writer per thread). On a thread whose last superstep
+was interrupted it first finishes that superstep (its stages run again:
+bodies run at least once); on a thread that had ended it retries failed
+stages and schedules anything new.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from langgraph.graph.state import CompiledStateGraph
+
+from cortex_agents.errors import RunFailed
+from cortex_agents.persistence.saver import CortexSaver
+from cortex_agents.runtime.clock import Clock, utc_clock
+from cortex_agents.runtime.graph import build_graph
+from cortex_agents.runtime.wire import Wire
+from cortex_agents.substrate.events import Event, event_from_dict
+from cortex_agents.substrate.log import SubstrateLog
+from cortex_agents.substrate.state import GraphState
+
+__all__ = ["Progress", "RunResult", "Runtime"]
+
+Durability = Literal["sync", "async", "exit"]
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """One recorded event, as the run streams it.
+
+    Attributes:
+        node: The LangGraph node that wrote it (``scheduler`` or a stage kind).
+        event: The substrate event.
+    """
+
+    node: str
+    event: Event
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """Where a run stopped.
+
+    Attributes:
+        thread_id: The run.
+        log: Its substrate.
+        failures: ``(stage id, error)`` of every failed stage.
+    """
+
+    thread_id: str
+    log: SubstrateLog
+    failures: tuple[tuple[str, str], ...]
+
+    @property
+    def state(self) -> GraphState:
+        """The materialized graph."""
+        return self.log.state
+
+    @property
+    def outputs(self) -> dict[str, Any]:
+        """Outputs of the completed stages, by id."""
+        return {n.id: n.output for n in self.state.nodes.values() if n.settled}
+
+    @property
+    def complete(self) -> bool:
+        """Whether every stage completed."""
+        return all(n.settled for n in self.state.nodes.values())
+
+
+class Runtime:
+    """A wire, compiled for a saver.
+
+    Args:
+        wire: The workflow.
+        saver: The checkpointer (substrate persisted as rows).
+        clock: Source of every timestamp the runtime records.
+        lock_timeout: Seconds to wait for the thread's writer lock (``None``:
+            forever; 0: fail at once with :class:`ThreadBusy`).
+        durability: LangGraph's checkpoint durability for each invocation.
+    """
+
+    def __init__(
+        self,
+        wire: Wire,
+        saver: CortexSaver,
+        *,
+        clock: Clock = utc_clock,
+        lock_timeout: float | None = 0.0,
+        durability: Durability = "async",
+    ) -> None:
+        self.wire = wire
+        self.saver = saver
+        self.clock = clock
+        self.lock_timeout = lock_timeout
+        self.durability = durability
+        self.graph: CompiledStateGraph = build_graph(wire, saver, clock).compile(checkpointer=saver)
+
+    def config(self, thread_id: str) -> dict[str, Any]:
+        """The LangGraph config of a thread of this runtime."""
+        limit = 4 * (len(self.wire.stages) + self.wire.budget.nodes) + 16
+        return {"configurable": {"thread_id": thread_id}, "recursion_limit": limit}
+
+    def stream(self, thread_id: str, input: Any = None) -> Iterator[Progress]:
+        """Advance the thread, yielding each event as its superstep ends.
+
+        ``input`` is given to every stage; on a thread that exists already it
+        replaces the previous input, or is kept when ``None``.
+        """
+        config = self.config(thread_id)
+        with self.saver.lock(thread_id, timeout=self.lock_timeout):
+            pending = self.graph.get_state(config).next
+            if pending:  # an interrupted superstep: finish it first
+                yield from self._progress(
+                    self.graph.stream(
+                        None, config, stream_mode="updates", durability=self.durability
+                    )
+                )
+            start: dict[str, Any] = {"scanned": None, "retry": True}
+            if input is not None:
+                start["input"] = input
+            yield from self._progress(
+                self.graph.stream(start, config, stream_mode="updates", durability=self.durability)
+            )
+
+    def _progress(self, chunks: Iterator[dict[str, Any]]) -> Iterator[Progress]:
+        for chunk in chunks:
+            for node, update in chunk.items():
+                for item in (update or {}).get("substrate", ()) if isinstance(update, dict) else ():
+                    yield Progress(node, event_from_dict(item))
+
+    def run(
+        self,
+        thread_id: str,
+        input: Any = None,
+        *,
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> RunResult:
+        """Advance the thread until nothing is runnable.
+
+        Raises:
+            RunFailed: a stage failed and the wire stops on failure (the
+                failures are recorded in the substrate; running the thread
+                again retries them).
+            ThreadBusy: another writer holds the thread.
+        """
+        for progress in self.stream(thread_id, input):
+            if on_progress is not None:
+                on_progress(progress)
+        result = self.result(thread_id)
+        if result.failures and self.wire.on_failure == "stop":
+            raise RunFailed(thread_id, result.failures)
+        return result
+
+    def result(self, thread_id: str) -> RunResult:
+        """The thread's current state as a :class:`RunResult`."""
+        log = self.graph.get_state(self.config(thread_id)).values.get("substrate") or SubstrateLog()
+        failures = tuple(
+            (n.id, n.error or "") for n in log.state.nodes.values() if n.status == "failed"
+        )
+        return RunResult(thread_id, log, failures)

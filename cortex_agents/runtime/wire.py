@@ -1,0 +1,312 @@
+"""Wires: a workflow declared as stages, edges, the stage kinds it may use and a rewrite budget.
+
+A :class:`Wire` is validated when it is built — unknown kind, dangling edge,
+cycle, duplicate id, a topological strategy with an unknown preset or
+structural kind — and raises :class:`InvalidWire` listing every problem, so
+nothing runs on an invalid wire. Build one in Python::
+
+    wire = (
+        WireBuilder("fanout")
+        .kind("planner", plan)
+        .kind("analyst", analyse)
+        .stage("planner", "planner")
+        .stage("analyst-a", "analyst", after=["planner"], memory=Topological(preset="analyst"))
+        .build()
+    )
+
+or load one from a file (:mod:`cortex_agents.runtime.wire_file`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from cortex_agents.errors import CycleError, InvalidWire, Problem, UnknownPreset
+from cortex_agents.memory.influence import canonical_order
+from cortex_agents.memory.presets import BUILTIN_PRESETS, PresetRegistry
+from cortex_agents.memory.strategy import Classic, MemoryStrategy, Topological
+from cortex_agents.substrate.records import NodeId
+
+if TYPE_CHECKING:
+    from cortex_agents.runtime.context import StageContext
+
+__all__ = [
+    "ID_PATTERN",
+    "OnFailure",
+    "RewriteBudget",
+    "StageFunction",
+    "StageKind",
+    "StageSpec",
+    "Wire",
+    "WireBuilder",
+]
+
+ID_PATTERN: Final = re.compile(r"[A-Za-z0-9_.-]+")
+"""Stage ids and kind names: no ``:`` (reserved for rewrite-created ids ``anchor:local``)."""
+
+StageFunction = Callable[["StageContext"], Any] | Callable[["StageContext"], Awaitable[Any]]
+OnFailure = Literal["stop", "continue"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StageKind:
+    """A registered stage kind: the function that runs every stage of that kind.
+
+    Attributes:
+        name: The kind's name (also the LangGraph node that runs it).
+        fn: ``fn(ctx) -> output`` (sync or async); the output must be JSON-able
+            or a pydantic model.
+        description: One line for humans.
+    """
+
+    name: str
+    fn: StageFunction
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StageSpec:
+    """One stage of a wire.
+
+    Attributes:
+        id: Unique in the wire; matches ``[A-Za-z0-9_.-]+``.
+        kind: A registered stage kind.
+        memory: Its memory strategy (classic by default).
+        prompt: An optional prompt name or path for LLM stages.
+        config: JSON configuration passed to the stage.
+        tags: Labels recorded on its node.
+    """
+
+    id: str
+    kind: str
+    memory: MemoryStrategy = field(default_factory=Classic)
+    prompt: str | None = None
+    config: Mapping[str, Any] = field(default_factory=dict)
+    tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RewriteBudget:
+    """The per-run rewrite budget, five dimensions (DESIGN §6)."""
+
+    nodes: int = 16
+    edges: int = 32
+    depth: int = 6
+    breadth: int = 4
+    operations: int = 4
+
+    def as_dict(self) -> dict[str, int]:
+        """The budget by dimension."""
+        return {
+            "nodes": self.nodes,
+            "edges": self.edges,
+            "depth": self.depth,
+            "breadth": self.breadth,
+            "operations": self.operations,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Wire:
+    """A validated workflow.
+
+    Attributes:
+        name: The wire's name.
+        stages: Its stages, in declaration order.
+        edges: ``(source, target)`` stage-id pairs.
+        kinds: The registered stage kinds it may use, by name.
+        presets: The preset registry its topological stages resolve in.
+        budget: The rewrite budget of each run.
+        on_failure: ``stop`` (a failed stage stops the run) or ``continue``
+            (independent stages go on; the failed stage's successors never run).
+    """
+
+    name: str
+    stages: tuple[StageSpec, ...]
+    edges: tuple[tuple[str, str], ...]
+    kinds: Mapping[str, StageKind]
+    presets: PresetRegistry = field(default_factory=lambda: BUILTIN_PRESETS)
+    budget: RewriteBudget = field(default_factory=RewriteBudget)
+    on_failure: OnFailure = "stop"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kinds", MappingProxyType(dict(self.kinds)))
+        problems = _problems(self)
+        if problems:
+            raise InvalidWire(problems)
+
+    def stage(self, stage_id: str) -> StageSpec:
+        """The stage with this id."""
+        return next(s for s in self.stages if s.id == stage_id)
+
+    def order(self) -> list[NodeId]:
+        """Stage ids in canonical topological order."""
+        relation: dict[NodeId, list[NodeId]] = {NodeId(s.id): [] for s in self.stages}
+        for source, target in self.edges:
+            relation[NodeId(source)].append(NodeId(target))
+        return canonical_order(relation)
+
+
+def _problems(wire: Wire) -> list[Problem]:
+    problems: list[Problem] = []
+    if not isinstance(wire.name, str) or not ID_PATTERN.fullmatch(wire.name):
+        problems.append(Problem("name", f"must match `{ID_PATTERN.pattern}` (got {wire.name!r})"))
+    for name, kind in wire.kinds.items():
+        if not ID_PATTERN.fullmatch(name) or name in ("scheduler", "__start__", "__end__"):
+            problems.append(
+                Problem(
+                    f"kinds[{name!r}]", f"must match `{ID_PATTERN.pattern}` and not be reserved"
+                )
+            )
+        elif not isinstance(kind, StageKind) or not callable(kind.fn):
+            problems.append(Problem(f"kinds[{name!r}]", "must be a StageKind with a callable `fn`"))
+    if not wire.stages:
+        problems.append(Problem("stages", "must declare at least one stage"))
+    seen: dict[str, int] = {}
+    for i, stage in enumerate(wire.stages):
+        where = f"stages[{i}]"
+        if not isinstance(stage.id, str) or not ID_PATTERN.fullmatch(stage.id):
+            problems.append(
+                Problem(f"{where}.id", f"must match `{ID_PATTERN.pattern}` (got {stage.id!r})")
+            )
+        elif stage.id in seen:
+            problems.append(
+                Problem(
+                    f"{where}.id",
+                    f"duplicate stage id {stage.id!r} (first at stages[{seen[stage.id]}])",
+                )
+            )
+        else:
+            seen[stage.id] = i
+        if stage.kind not in wire.kinds:
+            problems.append(
+                Problem(
+                    f"{where}.kind",
+                    f"unknown kind {stage.kind!r}; registered: {sorted(wire.kinds)}",
+                )
+            )
+        problems += _strategy_problems(stage.memory, f"{where}.memory", wire)
+    relation: dict[NodeId, list[NodeId]] = {NodeId(s): [] for s in seen}
+    pairs: set[tuple[str, str]] = set()
+    for i, (source, target) in enumerate(wire.edges):
+        for end, value in (("source", source), ("target", target)):
+            if value not in seen:
+                problems.append(Problem(f"edges[{i}].{end}", f"unknown stage {value!r}"))
+        if (source, target) in pairs:
+            problems.append(Problem(f"edges[{i}]", f"duplicate edge {source!r} -> {target!r}"))
+        pairs.add((source, target))
+        if source in seen and target in seen:
+            relation[NodeId(source)].append(NodeId(target))
+    try:
+        canonical_order(relation)
+    except CycleError as exc:
+        problems.append(Problem("edges", f"cycle {' -> '.join(exc.cycle)}; a wire must be a DAG"))
+    if wire.on_failure not in ("stop", "continue"):
+        problems.append(
+            Problem("on_failure", f"must be 'stop' or 'continue' (got {wire.on_failure!r})")
+        )
+    for dimension, value in wire.budget.as_dict().items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            problems.append(
+                Problem(f"budget.{dimension}", f"must be an integer >= 0 (got {value!r})")
+            )
+    return problems
+
+
+def _strategy_problems(strategy: Any, where: str, wire: Wire) -> list[Problem]:
+    if isinstance(strategy, Classic):
+        return []
+    if not isinstance(strategy, Topological):
+        return [Problem(where, "must be Classic() or Topological(...)")]
+    problems = []
+    try:
+        wire.presets.resolve(strategy.preset)
+    except UnknownPreset as exc:
+        problems.append(Problem(f"{where}.preset", str(exc)))
+    for attr in ("past_boundary", "upstream_of_kind"):
+        kind = getattr(strategy, attr)
+        if kind is not None and kind not in wire.kinds:
+            problems.append(
+                Problem(
+                    f"{where}.{attr}", f"unknown kind {kind!r}; registered: {sorted(wire.kinds)}"
+                )
+            )
+    return problems
+
+
+class WireBuilder:
+    """A small fluent builder for :class:`Wire`."""
+
+    def __init__(self, name: str, *, presets: PresetRegistry = BUILTIN_PRESETS) -> None:
+        self._name = name
+        self._presets = presets
+        self._kinds: dict[str, StageKind] = {}
+        self._stages: list[StageSpec] = []
+        self._edges: list[tuple[str, str]] = []
+        self._budget = RewriteBudget()
+        self._on_failure: OnFailure = "stop"
+
+    def kind(self, name: str, fn: StageFunction, description: str = "") -> WireBuilder:
+        """Register a stage kind."""
+        self._kinds[name] = StageKind(name=name, fn=fn, description=description)
+        return self
+
+    def stage(
+        self,
+        stage_id: str,
+        kind: str,
+        *,
+        after: Iterable[str] = (),
+        memory: MemoryStrategy | None = None,
+        prompt: str | None = None,
+        config: Mapping[str, Any] | None = None,
+        tags: Sequence[str] = (),
+    ) -> WireBuilder:
+        """Add a stage, with edges from each stage in ``after``."""
+        self._stages.append(
+            StageSpec(
+                id=stage_id,
+                kind=kind,
+                memory=memory if memory is not None else Classic(),
+                prompt=prompt,
+                config=dict(config or {}),
+                tags=tuple(tags),
+            )
+        )
+        self._edges.extend((source, stage_id) for source in after)
+        return self
+
+    def edge(self, source: str, target: str) -> WireBuilder:
+        """Add an edge."""
+        self._edges.append((source, target))
+        return self
+
+    def budget(self, **dimensions: int) -> WireBuilder:
+        """Set rewrite budget dimensions (nodes, edges, depth, breadth, operations)."""
+        self._budget = RewriteBudget(**{**self._budget.as_dict(), **dimensions})
+        return self
+
+    def on_failure(self, policy: OnFailure) -> WireBuilder:
+        """``stop`` (default) or ``continue``."""
+        self._on_failure = policy
+        return self
+
+    def build(self) -> Wire:
+        """The validated wire.
+
+        Raises:
+            InvalidWire: with every problem.
+        """
+        return Wire(
+            name=self._name,
+            stages=tuple(self._stages),
+            edges=tuple(self._edges),
+            kinds=self._kinds,
+            presets=self._presets,
+            budget=self._budget,
+            on_failure=self._on_failure,
+        )

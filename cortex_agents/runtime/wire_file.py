@@ -1,0 +1,261 @@
+"""Load a wire from a file: a Python module exposing ``wire``, or TOML / YAML.
+
+TOML and YAML files are validated by pydantic; every problem names its field::
+
+    name = "fanout"
+    on_failure = "stop"            # or "continue"
+
+    [kinds]                        # kind name -> "module:function" or "path/to/file.py:function"
+    planner = "fanout_demo.py:plan"
+    analyst = "fanout_demo.py:analyse"
+
+    [[stages]]
+    id = "planner"
+    kind = "planner"
+
+    [[stages]]
+    id = "analyst-a"
+    kind = "analyst"
+    after = ["planner"]
+    memory = { strategy = "topological", preset = "analyst" }
+
+    [budget]                       # rewrite budget (defaults 16 / 32 / 6 / 4 / 4)
+    nodes = 8
+
+    [presets.auditor]              # extra memory presets
+    direction = "descendants"
+    weights = { graph = 1, temporal = 0 }
+
+Relative file paths in ``kinds`` are resolved against the wire file's folder.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+import tomllib
+from pathlib import Path
+from types import ModuleType
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import ValidationError as PydanticValidationError
+
+from cortex_agents.errors import CortexError, InvalidArgument, InvalidWire, Problem
+from cortex_agents.memory.presets import BUILTIN_PRESETS, Preset
+from cortex_agents.memory.spec import WalkSpec, Weights
+from cortex_agents.memory.strategy import Classic, Topological
+from cortex_agents.runtime.wire import Wire, WireBuilder
+
+__all__ = ["load_wire"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class _Memory(_Strict):
+    strategy: Literal["classic", "topological"] = "classic"
+    preset: str = "default"
+    routing_key: str | None = None
+    limit: Annotated[int, Field(ge=1)] | None = None
+    past_boundary: str | None = None
+    upstream_of_kind: str | None = None
+
+
+class _Stage(_Strict):
+    id: str
+    kind: str
+    after: list[str] = []
+    memory: _Memory = _Memory()
+    prompt: str | None = None
+    config: dict[str, JsonValue] = {}
+    tags: list[str] = []
+
+
+class _Budget(_Strict):
+    nodes: Annotated[int, Field(ge=0)] = 16
+    edges: Annotated[int, Field(ge=0)] = 32
+    depth: Annotated[int, Field(ge=0)] = 6
+    breadth: Annotated[int, Field(ge=0)] = 4
+    operations: Annotated[int, Field(ge=0)] = 4
+
+
+class _Weights(_Strict):
+    graph: float = 1.0
+    temporal: float = 1.0
+    semantic: float = 1.0
+
+
+class _Preset(_Strict):
+    direction: Literal["ancestors", "descendants", "bidirectional"] = "ancestors"
+    scope: Literal["settled_only", "debug_all_statuses"] = "settled_only"
+    max_distance: Annotated[int, Field(ge=1)] | None = None
+    limit: Annotated[int, Field(ge=1)] | None = None
+    weights: _Weights = _Weights()
+    prior: Literal["influence", "hop_decay"] = "influence"
+    alpha: float = 0.85
+    time_scale: float = 3600.0
+    description: str = ""
+
+
+class _WireFile(_Strict):
+    name: str
+    on_failure: Literal["stop", "continue"] = "stop"
+    kinds: dict[str, str]
+    stages: list[_Stage]
+    budget: _Budget = _Budget()
+    presets: dict[str, _Preset] = {}
+
+
+def _where(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "wire"
+
+
+def _module_from_file(path: Path) -> ModuleType:
+    name = f"_cortex_wire_{abs(hash(path.resolve()))}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise InvalidWire([Problem(str(path), "cannot be imported as a Python module")])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[name]
+        raise InvalidWire(
+            [Problem(str(path), f"importing it raised {type(exc).__name__}: {exc}")]
+        ) from exc
+    return module
+
+
+def _resolve(reference: str, base: Path, where: str) -> Any:
+    module_name, sep, attr = reference.rpartition(":")
+    if not sep or not module_name or not attr:
+        raise InvalidWire(
+            [Problem(where, f"must be 'module:function' or 'file.py:function' (got {reference!r})")]
+        )
+    if module_name.endswith(".py"):
+        path = (base / module_name).resolve()
+        if not path.is_file():
+            raise InvalidWire([Problem(where, f"no file {str(path)!r}")])
+        module = _module_from_file(path)
+    else:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise InvalidWire([Problem(where, f"cannot import {module_name!r}: {exc}")]) from None
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise InvalidWire([Problem(where, f"{module_name!r} has no {attr!r}")]) from None
+
+
+def _from_data(data: Any, base: Path) -> Wire:
+    try:
+        spec = _WireFile.model_validate(data)
+    except PydanticValidationError as exc:
+        raise InvalidWire(
+            [Problem(_where(tuple(e["loc"])), e["msg"]) for e in exc.errors()]
+        ) from None
+    presets = BUILTIN_PRESETS
+    problems: list[Problem] = []
+    for name, p in spec.presets.items():
+        try:
+            walk = WalkSpec(
+                direction=p.direction,
+                scope=p.scope,
+                max_distance=p.max_distance,
+                limit=p.limit,
+                weights=Weights(
+                    graph=p.weights.graph, temporal=p.weights.temporal, semantic=p.weights.semantic
+                ),
+                prior=p.prior,
+                alpha=p.alpha,
+                time_scale=p.time_scale,
+            )
+            presets = presets.with_presets(Preset(name=name, spec=walk, description=p.description))
+        except InvalidArgument as exc:
+            problems.append(
+                Problem(f"presets.{name}.{exc.field}", f"{exc.rule} (got {exc.value!r})")
+            )
+    if problems:
+        raise InvalidWire(problems)
+    builder = (
+        WireBuilder(spec.name, presets=presets)
+        .on_failure(spec.on_failure)
+        .budget(**spec.budget.model_dump())
+    )
+    for name, reference in spec.kinds.items():
+        fn = _resolve(reference, base, f"kinds.{name}")
+        if not callable(fn):
+            raise InvalidWire([Problem(f"kinds.{name}", f"{reference!r} is not callable")])
+        builder.kind(name, fn)
+    for i, stage in enumerate(spec.stages):
+        try:
+            memory = (
+                Classic()
+                if stage.memory.strategy == "classic"
+                else Topological(
+                    preset=stage.memory.preset,
+                    routing_key=stage.memory.routing_key,
+                    limit=stage.memory.limit,
+                    past_boundary=stage.memory.past_boundary,
+                    upstream_of_kind=stage.memory.upstream_of_kind,
+                )
+            )
+        except InvalidArgument as exc:
+            raise InvalidWire([Problem(f"stages[{i}].memory.{exc.field}", exc.rule)]) from None
+        builder.stage(
+            stage.id,
+            stage.kind,
+            after=stage.after,
+            memory=memory,
+            prompt=stage.prompt,
+            config=stage.config,
+            tags=stage.tags,
+        )
+    return builder.build()
+
+
+def load_wire(path: str | Path) -> Wire:
+    """Load and validate a wire from ``.py``, ``.toml``, ``.yaml`` or ``.yml``.
+
+    Raises:
+        InvalidWire: the file is missing, unreadable or invalid; every problem
+            names its field.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InvalidWire([Problem(str(path), "no such file")])
+    suffix = path.suffix.lower()
+    if suffix == ".py":
+        wire = getattr(_module_from_file(path), "wire", None)
+        if not isinstance(wire, Wire):
+            raise InvalidWire(
+                [Problem(str(path), "must define `wire`, a cortex_agents.runtime.Wire")]
+            )
+        return wire
+    try:
+        text = path.read_text(encoding="utf-8")
+        if suffix == ".toml":
+            data = tomllib.loads(text)
+        elif suffix in (".yaml", ".yml"):
+            import yaml
+
+            data = yaml.safe_load(text)
+        else:
+            raise InvalidWire([Problem(str(path), "must be a .py, .toml, .yaml or .yml file")])
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InvalidWire([Problem(str(path), f"cannot be parsed: {exc}")]) from None
+    except CortexError:
+        raise
+    except Exception as exc:  # yaml.YAMLError and friends
+        raise InvalidWire([Problem(str(path), f"cannot be parsed: {exc}")]) from None
+    return _from_data(data, path.parent)

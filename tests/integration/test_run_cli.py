@@ -1,0 +1,102 @@
+"""`cortex-agents run` and `export --as-seen-by`: what a stage saw, reproduced exactly."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from cortex_agents.cli import app
+from cortex_agents.persistence import open_saver
+
+runner = CliRunner()
+DEMO = "graphs/fanout_demo.py"
+
+
+def cli(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def recorded_ranking(db: str, thread: str) -> list[str]:
+    with open_saver(db) as saver:
+        return (
+            saver.substrate({"configurable": {"thread_id": thread}})
+            .state.nodes["reviewer"]
+            .output["ranking"]
+        )
+
+
+@pytest.mark.parametrize("wire", [DEMO, "graphs/fanout_demo.toml"])
+def test_as_seen_by_reproduces_the_reviewers_ranking(durable_database, tmp_path, wire):
+    result = cli(
+        "run",
+        wire,
+        "--db",
+        durable_database,
+        "--thread",
+        "demo",
+        "--input",
+        '{"claim": "Tests help."}',
+    )
+    assert result.exit_code == 0, result.output
+    assert "✓ reviewer" in result.stdout and "complete" in result.stdout
+    seen = tmp_path / "seen.json"
+    assert (
+        cli(
+            "export", durable_database, "--thread", "demo", "--as-seen-by", "reviewer", "-o", seen
+        ).exit_code
+        == 0
+    )
+    query = cli("memory", "query", seen, "--origin", "reviewer", "--preset", "reviewer", "--json")
+    assert query.exit_code == 0, query.output
+    ranking = [row["node_id"] for row in json.loads(query.stdout)]
+    assert ranking == recorded_ranking(durable_database, "demo")
+    assert len(ranking) == 5
+    # the snapshot holds only what had settled when the reviewer started
+    document = json.loads(seen.read_text())
+    assert {n["id"]: n["status"] for n in document["nodes"]}["reviewer"] == "pending"
+
+
+def test_running_a_finished_thread_again_changes_nothing(tmp_path):
+    db = str(tmp_path / "run.db")
+    assert cli("run", DEMO, "--db", db, "--thread", "t").exit_code == 0
+    first = cli("inspect", db, "--thread", "t", "--json").stdout
+    again = cli("run", DEMO, "--db", db, "--thread", "t")
+    assert again.exit_code == 0 and "✓" not in again.stdout  # nothing ran twice
+    assert cli("inspect", db, "--thread", "t", "--json").stdout == first
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", DEMO, "--input", "{not json"], "`--input` must be JSON"),
+        (["run", "graphs/missing.py"], "no such file"),
+        (
+            ["export", "DB", "--thread", "demo", "--as-seen-by", "ghost", "-o", "x.json"],
+            "has no recorded start",
+        ),
+    ],
+)
+def test_bad_runs_fail_with_one_message(tmp_path, args, message):
+    db = str(tmp_path / "db.sqlite")
+    cli("run", DEMO, "--db", db, "--thread", "demo")
+    args = [db if a == "DB" else a for a in args]
+    if args[0] == "run":
+        args += ["--db", db]
+    result = cli(*args)
+    assert result.exit_code == 1, result.output
+    assert message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_failing_wire_exits_non_zero_with_the_stage_error(tmp_path):
+    wire = tmp_path / "fails.py"
+    wire.write_text(
+        "from cortex_agents.runtime import WireBuilder\n"
+        "def boom(ctx):\n    raise KeyError('missing input')\n"
+        "wire = WireBuilder('fails').kind('k', boom).stage('only', 'k').build()\n"
+    )
+    result = cli("run", wire, "--db", tmp_path / "f.db", "--thread", "t")
+    assert result.exit_code == 1
+    assert "'only': KeyError: 'missing input'" in result.output

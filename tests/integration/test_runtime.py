@@ -1,0 +1,227 @@
+"""Wires on LangGraph: frontiers in parallel, stage-entry snapshots, failures, clocks, resume."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from langchain_core.tools import tool
+from langgraph.prebuilt import ToolRuntime
+
+from cortex_agents.errors import RunFailed
+from cortex_agents.memory import Topological
+from cortex_agents.persistence import memory_saver, open_saver
+from cortex_agents.runtime import Runtime, StageContext, TickingClock, WireBuilder, load_wire
+from cortex_agents.substrate import StageStarted, event_to_dict
+from tests.helpers import T0
+
+DEMO = "graphs/fanout_demo.py"
+
+
+def clock() -> TickingClock:
+    return TickingClock(T0, timedelta(milliseconds=10))
+
+
+def test_fanout_demo_runs_and_its_reviewer_ranks_its_memory():
+    wire = load_wire(DEMO)
+    result = Runtime(wire, memory_saver(), clock=clock()).run("t", {"claim": "C"})
+    assert result.complete and not result.failures
+    review = result.outputs["reviewer"]
+    assert review["ranking"] == ["merge", "planner", "analyst-c", "analyst-b", "analyst-a"]
+    assert list(review["scores"]) == review["ranking"]
+
+
+def test_a_frontier_runs_in_parallel_in_one_superstep():
+    barrier = threading.Barrier(3, timeout=10)
+
+    def meet(ctx: StageContext) -> dict:
+        barrier.wait()  # only passes if all three analysts run at the same time
+        return {"who": ctx.stage_id}
+
+    wire = (
+        WireBuilder("par")
+        .kind("p", lambda ctx: {})
+        .kind("a", meet)
+        .stage("plan", "p")
+        .stage("a1", "a", after=["plan"])
+        .stage("a2", "a", after=["plan"])
+        .stage("a3", "a", after=["plan"])
+        .build()
+    )
+    result = Runtime(wire, memory_saver(), clock=clock()).run("t")
+    assert result.complete
+    starts = [e for e in result.log if isinstance(e, StageStarted) and e.node_id.startswith("a")]
+    assert len({e.frontier for e in starts}) == 1  # one frontier, one superstep
+
+
+def test_siblings_never_appear_in_a_stage_entry_snapshot():
+    def settle(ctx: StageContext) -> dict:
+        if ctx.stage_id == "slow":
+            time.sleep(0.3)
+        seen = [m.node_id for m in ctx.memory.query()]
+        visible_nodes = sorted(ctx.memory.snapshot.nodes)
+        return {
+            "memory": seen,
+            "settled": [n for n in visible_nodes if ctx.memory.snapshot.nodes[n].settled],
+        }
+
+    wire = (
+        WireBuilder("iso")
+        .kind("k", settle)
+        .stage("root", "k")
+        .stage("fast", "k", after=["root"])
+        .stage("slow", "k", after=["root"])
+        .stage("join", "k", after=["fast", "slow"], memory=Topological())
+        .build()
+    )
+    out = Runtime(wire, memory_saver(), clock=clock()).run("t").outputs
+    # `fast` settled while `slow` was still running: `slow` must not see it
+    assert out["slow"]["settled"] == ["root"] and out["slow"]["memory"] == ["root"]
+    assert out["fast"]["settled"] == ["root"]
+    assert sorted(out["join"]["memory"]) == ["fast", "root", "slow"]
+
+
+def test_the_injected_clock_makes_runs_replay_byte_for_byte():
+    wire = load_wire(DEMO)
+    first = Runtime(wire, memory_saver(), clock=clock()).run("t", {"claim": "C"})
+    second = Runtime(wire, memory_saver(), clock=clock()).run("t", {"claim": "C"})
+    assert [event_to_dict(e) for e in first.log] == [event_to_dict(e) for e in second.log]
+    assert first.state.nodes["planner"].captured_at == T0
+
+
+def flaky_wire(on_failure: str, attempts: dict[str, int]):
+    def work(ctx: StageContext) -> dict:
+        attempts[ctx.stage_id] = attempts.get(ctx.stage_id, 0) + 1
+        if ctx.stage_id == "bad" and attempts["bad"] == 1:
+            raise ValueError("the first attempt breaks")
+        return {"ok": ctx.stage_id}
+
+    return (
+        WireBuilder("flaky")
+        .kind("k", work)
+        .stage("root", "k")
+        .stage("bad", "k", after=["root"])
+        .stage("good", "k", after=["root"])
+        .stage("after-bad", "k", after=["bad"])
+        .stage("after-good", "k", after=["good"])
+        .on_failure(on_failure)
+        .build()
+    )
+
+
+def test_a_failed_stage_stops_the_run_legibly_and_a_rerun_retries_it():
+    attempts: dict[str, int] = {}
+    runtime = Runtime(flaky_wire("stop", attempts), memory_saver(), clock=clock())
+    with pytest.raises(RunFailed) as caught:
+        runtime.run("t")
+    assert caught.value.failures == (("bad", "ValueError: the first attempt breaks"),)
+    assert "stage failed" in str(caught.value) and "'bad'" in str(caught.value)
+    state = runtime.result("t").state
+    assert state.nodes["bad"].status == "failed" and state.nodes["after-bad"].status == "pending"
+    assert state.nodes["after-good"].status == "pending"  # the run stopped before the next frontier
+    result = runtime.run("t")  # resume: the failed stage is retried and the run completes
+    assert result.complete and result.state.nodes["bad"].attempts == 2
+    assert attempts == {"root": 1, "bad": 2, "good": 1, "after-bad": 1, "after-good": 1}
+
+
+def test_continue_on_failure_runs_everything_that_does_not_depend_on_it():
+    attempts: dict[str, int] = {}
+    result = Runtime(flaky_wire("continue", attempts), memory_saver(), clock=clock()).run("t")
+    nodes = result.state.nodes
+    assert nodes["after-good"].status == "completed"
+    assert nodes["after-bad"].status == "pending"
+    assert result.failures == (("bad", "ValueError: the first attempt breaks"),)
+
+
+def test_outputs_must_be_json_and_pydantic_models_are_dumped():
+    from pydantic import BaseModel
+
+    class Finding(BaseModel):
+        claim_ref: str
+        score: float
+
+    wire = (
+        WireBuilder("json")
+        .kind("model", lambda ctx: Finding(claim_ref="c1", score=0.5))
+        .kind("bad", lambda ctx: {"when": object()})
+        .stage("m", "model")
+        .stage("b", "bad")
+        .on_failure("continue")
+        .build()
+    )
+    result = Runtime(wire, memory_saver(), clock=clock()).run("t")
+    assert result.outputs["m"] == {"claim_ref": "c1", "score": 0.5}
+    assert "not JSON-serialisable" in dict(result.failures)["b"]
+
+
+def test_async_stage_functions_run():
+    async def slow(ctx: StageContext) -> dict:
+        await asyncio.sleep(0.01)
+        return {"done": ctx.stage_id}
+
+    wire = WireBuilder("async").kind("k", slow).stage("x", "k").stage("y", "k", after=["x"]).build()
+    result = Runtime(wire, memory_saver(), clock=clock()).run("t")
+    assert result.outputs == {"x": {"done": "x"}, "y": {"done": "y"}}
+
+
+def test_stream_shows_stage_progress_in_order():
+    runtime = Runtime(load_wire(DEMO), memory_saver(), clock=clock())
+    progress = [
+        (p.node, type(p.event).__name__, getattr(p.event, "node_id", None))
+        for p in runtime.stream("t")
+    ]
+    assert progress[0][:2] == ("scheduler", "NodeScheduled")
+    done = [node for _, kind, node in progress if kind == "StageCompleted"]
+    assert done[0] == "planner" and done[-2:] == ["merge", "reviewer"]
+    assert sorted(done[1:4]) == ["analyst-a", "analyst-b", "analyst-c"]
+
+
+def test_tools_get_the_stage_context_through_runtime_injection():
+    @tool
+    def peek(limit: int, runtime: ToolRuntime[StageContext, Any]) -> list[str]:
+        """Return the ids memory ranks first."""
+        return [m.node_id for m in runtime.context.memory.query()][:limit]
+
+    def use_tool(ctx: StageContext) -> dict:
+        tool_runtime = ToolRuntime(
+            state={},
+            context=ctx,
+            config={},
+            stream_writer=lambda _: None,
+            tool_call_id="c1",
+            store=None,
+        )
+        message = peek.invoke(
+            {
+                "type": "tool_call",
+                "name": "peek",
+                "id": "c1",
+                "args": {"limit": 5, "runtime": tool_runtime},
+            }
+        )
+        return {"seen": message.content}
+
+    schema = peek.tool_call_schema.model_json_schema()
+    assert list(schema["properties"]) == ["limit"]  # the model never sees or writes the runtime
+    wire = (
+        WireBuilder("tools")
+        .kind("k", lambda ctx: {})
+        .kind("t", use_tool)
+        .stage("a", "k")
+        .stage("b", "t", after=["a"])
+        .build()
+    )
+    assert Runtime(wire, memory_saver(), clock=clock()).run("t").outputs["b"]["seen"] == ["a"]
+
+
+def test_a_finished_thread_resumes_without_redoing_anything(tmp_path):
+    path = tmp_path / "run.db"
+    with open_saver(path) as saver:
+        first = Runtime(load_wire(DEMO), saver, clock=clock()).run("t")
+    with open_saver(path) as saver:
+        again = Runtime(load_wire(DEMO), saver, clock=clock()).run("t")
+        assert [event_to_dict(e) for e in again.log] == [event_to_dict(e) for e in first.log]
