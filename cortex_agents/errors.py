@@ -234,7 +234,11 @@ class StorageError(CortexError, RuntimeError):
     Attributes:
         code: ``integrity`` (a row broke a database constraint),
             ``schema_too_new`` (the database was migrated by a newer version),
-            ``unsupported_url`` (not a SQLite path or a ``postgresql://`` URL).
+            ``unsupported_url`` (not a SQLite path or a ``postgresql://`` URL),
+            ``unreachable`` (cannot connect or open the database),
+            ``not_found`` (no database at that path),
+            ``busy`` (another process held setup too long),
+            ``corrupt`` (a stored item is not what cortex-agents wrote).
     """
 
     def __init__(self, code: str, message: str) -> None:

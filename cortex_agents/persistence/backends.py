@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
-from cortex_agents.errors import StorageError
 from cortex_agents.persistence.locks import FileLocks, PostgresLocks, ProcessLocks
 from cortex_agents.persistence.memory import InMemorySubstrateStore
 from cortex_agents.persistence.saver import DEFAULT_CHANNEL, CortexSaver
@@ -20,44 +19,9 @@ from cortex_agents.persistence.sql import (
     Synchronous,
     sqlite_connect,
 )
+from cortex_agents.persistence.urls import is_postgres_url, postgres_reachable, sqlite_path
 
 __all__ = ["aopen_saver", "is_postgres_url", "memory_saver", "open_saver"]
-
-
-def is_postgres_url(db: str | Path) -> bool:
-    """Whether ``db`` names a PostgreSQL database rather than a SQLite file."""
-    return str(db).startswith(("postgresql://", "postgres://"))
-
-
-def _sqlite_path(db: str | Path) -> Path:
-    text = str(db)
-    if "://" in text:
-        raise StorageError(
-            "unsupported_url",
-            f"unsupported database {text!r}: give a SQLite file path or a postgresql:// URL",
-        )
-    return Path(text)
-
-
-def _redacted(url: str) -> str:
-    """The URL without its password."""
-    head, at, tail = url.rpartition("@")
-    if not at:
-        return url
-    scheme, _, credentials = head.partition("://")
-    return f"{scheme}://{credentials.split(':', 1)[0]}@{tail}"
-
-
-@contextmanager
-def _reachable(url: str) -> Iterator[None]:
-    import psycopg
-
-    try:
-        yield
-    except psycopg.OperationalError as exc:
-        raise StorageError(
-            "unreachable", f"cannot connect to {_redacted(url)}: {exc}".strip()
-        ) from None
 
 
 def memory_saver(*, channel: str = DEFAULT_CHANNEL) -> CortexSaver:
@@ -83,7 +47,7 @@ def open_saver(
     if is_postgres_url(db):
         from langgraph.checkpoint.postgres import PostgresSaver
 
-        with _reachable(str(db)):
+        with postgres_reachable(str(db)):
             store = PostgresSubstrateStore(str(db))
         try:
             with PostgresSaver.from_conn_string(str(db)) as inner:
@@ -101,7 +65,7 @@ def open_saver(
         return
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    path = _sqlite_path(db)
+    path = sqlite_path(db)
     conn = sqlite_connect(path, synchronous=synchronous)
     try:
         inner = SqliteSaver(conn)
@@ -127,7 +91,7 @@ async def aopen_saver(
     if is_postgres_url(db):
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
-        with _reachable(str(db)):
+        with postgres_reachable(str(db)):
             store = PostgresSubstrateStore(str(db))
         try:
             async with AsyncPostgresSaver.from_conn_string(str(db)) as inner:
@@ -140,7 +104,7 @@ async def aopen_saver(
     import aiosqlite
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-    path = _sqlite_path(db)
+    path = sqlite_path(db)
     store = SqliteSubstrateStore(path, synchronous=synchronous)
     try:
         await asyncio.to_thread(store.setup)

@@ -1,0 +1,70 @@
+"""Scratch memory: a small per-node file system on a LangGraph store, its tool and connector.
+
+How a runtime uses it::
+
+    with open_scratch(db) as backend:            # SQLite path, postgresql:// URL, or None
+        memory = backend.bind(stage_id, scope="per_thread", thread_id=thread_id)
+        messages = ScratchConnector().inject(messages, memory)   # the stage's prompt
+        tools = [make_memory_tool(), ...]        # reads runtime.context.scratch == memory
+
+Modules:
+
+- :mod:`~cortex_agents.scratch.backends`: :func:`open_scratch`, which opens a
+  :class:`ScratchBackend` (a store and its write guard) on a database.
+- :mod:`~cortex_agents.scratch.store`: :class:`ScratchBackend` and
+  :class:`ScratchMemory`, one node's memory in one scope (``global`` or
+  ``per_thread``) with ``read``, ``list``, ``append``, ``update`` and ``delete``.
+- :mod:`~cortex_agents.scratch.atomic`: :class:`WriteGuard` and the guards
+  that make read-modify-write atomic on InMemory, SQLite and Postgres stores.
+- :mod:`~cortex_agents.scratch.paths`: what a valid path is.
+- :mod:`~cortex_agents.scratch.tree`: the directory tree and its rendering.
+- :mod:`~cortex_agents.scratch.tool`: the ``memory`` LangChain tool
+  (:func:`make_memory_tool`), bound through ``runtime.context.scratch``.
+- :mod:`~cortex_agents.scratch.connector`: :class:`ScratchConnector`, which
+  puts the memory into the model's messages.
+
+Limits and path rules are documented (and importable) in their modules.
+"""
+
+from cortex_agents.scratch.atomic import WriteGuard
+from cortex_agents.scratch.backends import open_scratch
+from cortex_agents.scratch.connector import (
+    CONTENT_MODES,
+    DEFAULT_MAX_CHARS,
+    PLACEMENTS,
+    ContentMode,
+    Placement,
+    RenderedMemory,
+    ScratchConnector,
+    inject_memory,
+)
+from cortex_agents.scratch.store import SCRATCH_SCOPES, ScratchBackend, ScratchMemory, ScratchScope
+from cortex_agents.scratch.tool import MEMORY_TOOL_NAME, make_memory_tool
+from cortex_agents.scratch.tree import MemoryFile, TreeNode, render_tree
+
+__all__ = [
+    # Opening and binding
+    "ScratchBackend",
+    "ScratchMemory",
+    "WriteGuard",
+    "open_scratch",
+    # Scopes
+    "SCRATCH_SCOPES",
+    "ScratchScope",
+    # What `ScratchMemory.files` and `.list` return, and how to show the latter
+    "MemoryFile",
+    "TreeNode",
+    "render_tree",
+    # The tool
+    "MEMORY_TOOL_NAME",
+    "make_memory_tool",
+    # The connector and its options
+    "CONTENT_MODES",
+    "DEFAULT_MAX_CHARS",
+    "PLACEMENTS",
+    "ContentMode",
+    "Placement",
+    "RenderedMemory",
+    "ScratchConnector",
+    "inject_memory",
+]

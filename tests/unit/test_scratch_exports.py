@@ -1,0 +1,57 @@
+"""Pin the public surface of `cortex_agents.scratch`: no name appears or disappears by accident."""
+
+import cortex_agents.scratch as scratch
+from cortex_agents.scratch import paths, store, tool
+
+EXPECTED = {
+    # Opening and binding
+    "ScratchBackend",
+    "ScratchMemory",
+    "WriteGuard",
+    "open_scratch",
+    # Scopes
+    "SCRATCH_SCOPES",
+    "ScratchScope",
+    # What ScratchMemory.files and .list return, and how to show the latter
+    "MemoryFile",
+    "TreeNode",
+    "render_tree",
+    # The tool
+    "MEMORY_TOOL_NAME",
+    "make_memory_tool",
+    # The connector and its options
+    "CONTENT_MODES",
+    "DEFAULT_MAX_CHARS",
+    "PLACEMENTS",
+    "ContentMode",
+    "Placement",
+    "RenderedMemory",
+    "ScratchConnector",
+    "inject_memory",
+}
+
+
+def test_public_names_are_pinned():
+    assert set(scratch.__all__) == EXPECTED
+    assert len(scratch.__all__) == len(EXPECTED)  # no name listed twice
+    for name in scratch.__all__:
+        assert hasattr(scratch, name), name
+
+
+def test_every_module_exports_only_what_it_defines():
+    from cortex_agents.scratch import atomic, backends, connector, tree
+
+    for module in (atomic, backends, connector, paths, store, tool, tree):
+        for name in module.__all__:
+            assert hasattr(module, name), f"{module.__name__}.{name}"
+
+
+def test_documented_values():
+    assert scratch.MEMORY_TOOL_NAME == "memory"
+    assert tool.COMMANDS == ("read", "list", "append", "update", "delete")
+    assert scratch.SCRATCH_SCOPES == ("global", "per_thread")
+    assert scratch.PLACEMENTS == ("after_system", "last_message")
+    assert scratch.CONTENT_MODES == ("tree", "full")
+    assert scratch.DEFAULT_MAX_CHARS == 4000
+    assert (paths.MAX_SEGMENT_CHARS, paths.MAX_DEPTH, paths.MAX_PATH_CHARS) == (64, 16, 512)
+    assert (store.MAX_FILE_CHARS, store.MAX_FILES) == (32_000, 256)
