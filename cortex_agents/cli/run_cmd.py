@@ -15,6 +15,7 @@ from cortex_agents.cli.app import app, fail_cleanly, stderr, stdout
 from cortex_agents.cli.db_cmds import open_database
 from cortex_agents.errors import InvalidArgument, RunFailed
 from cortex_agents.runtime import Progress, Runtime, load_wire
+from cortex_agents.stages.llm import CHAT_MODEL, chat_model_from_env
 from cortex_agents.substrate import NodeScheduled, StageCompleted, StageFailed, StageStarted
 
 __all__ = ["run"]
@@ -86,7 +87,13 @@ def run(
         wire = load_wire(wire_path)
         run_input = parse_input(input_json)
         with open_database(db, create=True) as saver:
-            runtime = Runtime(wire, saver, lock_timeout=lock_timeout)
+            model = chat_model_from_env()  # LLM stages fail legibly without one; others never ask
+            runtime = Runtime(
+                wire,
+                saver,
+                lock_timeout=lock_timeout,
+                services={CHAT_MODEL: model} if model else {},
+            )
             stdout.print(
                 f"running [bold]{wire.name}[/bold] on thread [bold]{thread_id}[/bold] in {db}"
             )

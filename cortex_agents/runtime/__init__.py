@@ -1,6 +1,6 @@
 """The runtime: wires compiled to LangGraph graphs, the stage wrapper, the frontier scheduler."""
 
-from cortex_agents.runtime.clock import Clock, TickingClock, utc_clock
+from cortex_agents.runtime.clock import Clock, LogicalClock, TickingClock, utc_clock
 from cortex_agents.runtime.context import StageContext
 from cortex_agents.runtime.embed import stage_node
 from cortex_agents.runtime.graph import RunState, build_graph
@@ -10,6 +10,7 @@ from cortex_agents.runtime.wire_file import load_wire
 
 __all__ = [
     "Clock",
+    "LogicalClock",
     "Progress",
     "RewriteBudget",
     "RunResult",

@@ -11,6 +11,7 @@ from cortex_agents.memory.handle import MemoryHandle
 from cortex_agents.memory.match import Match
 from cortex_agents.memory.strategy import MemoryStrategy
 from cortex_agents.runtime.clock import Clock
+from cortex_agents.substrate.events import Event
 from cortex_agents.substrate.records import NodeId
 
 __all__ = ["StageContext"]
@@ -37,7 +38,10 @@ class StageContext:
         run_input: The run's input.
         strategy: Its declared memory strategy.
         clock: The runtime's clock.
-        extras: Capabilities other layers attach (tools, models, scratch memory).
+        extras: Services the runtime was given (e.g. ``chat_model``), shared by all stages.
+        scratch: The stage's scratch memory, when the wire gives it one.
+        journal: Events the stage records while it runs (its tool calls); the
+            wrapper writes them between ``stage_started`` and the outcome.
     """
 
     stage_id: NodeId
@@ -51,6 +55,12 @@ class StageContext:
     strategy: MemoryStrategy
     clock: Clock
     extras: Mapping[str, Any] = field(default_factory=dict)
+    scratch: Any = None
+    journal: list[Event] = field(default_factory=list)
+
+    def record(self, event: Event) -> None:
+        """Journal an event of this stage (written when the stage ends, in order)."""
+        self.journal.append(event)
 
     def recall(self) -> tuple[Match, ...]:
         """The stage's own memory query, as its declared strategy resolves it (classic: none)."""

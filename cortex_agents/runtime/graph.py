@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
@@ -86,8 +87,20 @@ class _Frontiers:
             return self._logs.get(key)
 
 
-def build_graph(wire: Wire, saver: CortexSaver, clock: Clock) -> StateGraph:
-    """The uncompiled graph of a wire (compile it with ``checkpointer=saver``)."""
+def build_graph(
+    wire: Wire,
+    saver: CortexSaver,
+    clock: Clock,
+    services: Mapping[str, Any] | None = None,
+    scratch: Any = None,
+) -> StateGraph:
+    """The uncompiled graph of a wire (compile it with ``checkpointer=saver``).
+
+    ``services`` (e.g. a ``chat_model``) reach every stage as ``ctx.extras``;
+    ``scratch`` (a :class:`~cortex_agents.scratch.ScratchBackend`) gives the
+    stages the wire declares scratch memory for their bound memory.
+    """
+    services = dict(services or {})
     frontiers = _Frontiers()
 
     def scheduler(state: RunState) -> dict[str, Any]:
@@ -113,7 +126,10 @@ def build_graph(wire: Wire, saver: CortexSaver, clock: Clock) -> StateGraph:
         frontiers.put(key, log)
         nodes = log.state.nodes
         payload = {"frontier": len(log), "tag": key[2], "input": state.get("input")}
-        return [Send(nodes[NodeId(stage)].kind, {"stage": stage, **payload}) for stage in ready]
+        return [
+            Send(nodes[NodeId(stage)].kind, {"stage": stage, "position": i, **payload})
+            for i, stage in enumerate(ready)
+        ]
 
     def frontier_log(payload: dict[str, Any], config: RunnableConfig) -> SubstrateLog:
         thread_id = config["configurable"]["thread_id"]
@@ -146,14 +162,24 @@ def build_graph(wire: Wire, saver: CortexSaver, clock: Clock) -> StateGraph:
         def context(payload: dict[str, Any], config: RunnableConfig) -> StageContext:
             stage_id = NodeId(payload["stage"])
             spec = next((s for s in wire.stages if s.id == stage_id), None)
+            per_stage = getattr(clock, "for_stage", None)
+            stage_clock = (
+                per_stage(payload["frontier"], payload.get("position", 0)) if per_stage else clock
+            )
+            thread_id = config["configurable"]["thread_id"]
+            memory = None
+            if spec is not None and spec.scratch is not None:
+                memory = scratch.bind(stage_id, scope=spec.scratch, thread_id=thread_id)
             return bind_context(
                 frontier_log(payload, config),
                 stage_id,
-                thread_id=config["configurable"]["thread_id"],
+                thread_id=thread_id,
                 run_input=payload.get("input"),
-                clock=clock,
+                clock=stage_clock,
                 strategy=spec.memory if spec is not None else None,
                 presets=wire.presets,
+                extras=services,
+                scratch=memory,
             )
 
         def run(payload: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:

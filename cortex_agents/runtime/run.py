@@ -10,13 +10,13 @@ stages and schedules anything new.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from langgraph.graph.state import CompiledStateGraph
 
-from cortex_agents.errors import RunFailed
+from cortex_agents.errors import InvalidArgument, RunFailed
 from cortex_agents.persistence.saver import CortexSaver
 from cortex_agents.runtime.clock import Clock, utc_clock
 from cortex_agents.runtime.graph import build_graph
@@ -83,6 +83,12 @@ class Runtime:
         lock_timeout: Seconds to wait for the thread's writer lock (``None``:
             forever; 0: fail at once with :class:`ThreadBusy`).
         durability: LangGraph's checkpoint durability for each invocation.
+        services: Shared services every stage gets as ``ctx.extras`` (e.g. ``chat_model``).
+        scratch: The scratch backend (:func:`~cortex_agents.scratch.open_scratch`);
+            required when the wire gives any stage scratch memory.
+
+    Raises:
+        InvalidArgument: the wire needs scratch memory and none was given.
     """
 
     def __init__(
@@ -93,13 +99,24 @@ class Runtime:
         clock: Clock = utc_clock,
         lock_timeout: float | None = 0.0,
         durability: Durability = "async",
+        services: Mapping[str, Any] | None = None,
+        scratch: Any = None,
     ) -> None:
+        if wire.uses_scratch and scratch is None:
+            raise InvalidArgument(
+                "scratch",
+                "is required: the wire gives stages scratch memory (open one with open_scratch(db))",
+                None,
+            )
         self.wire = wire
         self.saver = saver
         self.clock = clock
         self.lock_timeout = lock_timeout
         self.durability = durability
-        self.graph: CompiledStateGraph = build_graph(wire, saver, clock).compile(checkpointer=saver)
+        self.services = dict(services or {})
+        self.graph: CompiledStateGraph = build_graph(
+            wire, saver, clock, self.services, scratch
+        ).compile(checkpointer=saver)
 
     def config(self, thread_id: str) -> dict[str, Any]:
         """The LangGraph config of a thread of this runtime."""

@@ -56,6 +56,7 @@ def bind_context(
     strategy: MemoryStrategy | None = None,
     presets: PresetRegistry = BUILTIN_PRESETS,
     extras: dict[str, Any] | None = None,
+    scratch: Any = None,
 ) -> StageContext:
     """The stage's context at entry: inputs and memory from the frontier, read now, once."""
     state = frontier.state
@@ -75,28 +76,43 @@ def bind_context(
         strategy=strategy,
         clock=clock,
         extras=extras or {},
+        scratch=scratch,
     )
+
+
+def _record(ctx: StageContext, frontier: int, outcome: Any, error: Exception | None) -> list[Event]:
+    """Started, the stage's journal, then completed with the output or failed with the error."""
+    started = StageStarted(node_id=ctx.stage_id, at=ctx.entry_time, frontier=frontier)
+    if error is None:
+        try:
+            value = to_json_output(outcome)
+        except TypeError as exc:
+            error = exc
+    if error is not None:
+        failed = StageFailed(
+            node_id=ctx.stage_id, at=ctx.clock(), error=f"{type(error).__name__}: {error}"
+        )
+        return [started, *ctx.journal, failed]
+    return [
+        started,
+        *ctx.journal,
+        StageCompleted(node_id=ctx.stage_id, at=ctx.clock(), output=value),
+    ]
 
 
 def execute_stage(fn: StageFunction, ctx: StageContext, frontier: int) -> list[Event]:
     """Run ``fn(ctx)`` (awaiting it if async) and return the events that record it."""
-    started = StageStarted(node_id=ctx.stage_id, at=ctx.entry_time, frontier=frontier)
     try:
         output = fn(ctx)
         if inspect.isawaitable(output):
             output = asyncio.run(_await(output))
-        value = to_json_output(output)
     except Exception as exc:  # the model of the run: a failure is recorded, not raised
-        return [
-            started,
-            StageFailed(node_id=ctx.stage_id, at=ctx.clock(), error=f"{type(exc).__name__}: {exc}"),
-        ]
-    return [started, StageCompleted(node_id=ctx.stage_id, at=ctx.clock(), output=value)]
+        return _record(ctx, frontier, None, exc)
+    return _record(ctx, frontier, output, None)
 
 
 async def aexecute_stage(fn: StageFunction, ctx: StageContext, frontier: int) -> list[Event]:
     """:func:`execute_stage` inside an event loop (sync functions run in a worker thread)."""
-    started = StageStarted(node_id=ctx.stage_id, at=ctx.entry_time, frontier=frontier)
     try:
         if inspect.iscoroutinefunction(fn):
             output = await fn(ctx)
@@ -104,13 +120,9 @@ async def aexecute_stage(fn: StageFunction, ctx: StageContext, frontier: int) ->
             output = await asyncio.to_thread(fn, ctx)
             if inspect.isawaitable(output):
                 output = await output
-        value = to_json_output(output)
     except Exception as exc:
-        return [
-            started,
-            StageFailed(node_id=ctx.stage_id, at=ctx.clock(), error=f"{type(exc).__name__}: {exc}"),
-        ]
-    return [started, StageCompleted(node_id=ctx.stage_id, at=ctx.clock(), output=value)]
+        return _record(ctx, frontier, None, exc)
+    return _record(ctx, frontier, output, None)
 
 
 async def _await(awaitable: Any) -> Any:

@@ -79,6 +79,8 @@ class StageSpec:
         prompt: An optional prompt name or path for LLM stages.
         config: JSON configuration passed to the stage.
         tags: Labels recorded on its node.
+        scratch: ``global`` or ``per_thread`` to give the stage scratch memory
+            (the ``memory`` tool and the prompt connector); ``None``: none.
     """
 
     id: str
@@ -87,6 +89,7 @@ class StageSpec:
     prompt: str | None = None
     config: Mapping[str, Any] = field(default_factory=dict)
     tags: tuple[str, ...] = ()
+    scratch: Literal["global", "per_thread"] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -143,6 +146,11 @@ class Wire:
         """The stage with this id."""
         return next(s for s in self.stages if s.id == stage_id)
 
+    @property
+    def uses_scratch(self) -> bool:
+        """Whether any stage has scratch memory."""
+        return any(s.scratch is not None for s in self.stages)
+
     def order(self) -> list[NodeId]:
         """Stage ids in canonical topological order."""
         relation: dict[NodeId, list[NodeId]] = {NodeId(s.id): [] for s in self.stages}
@@ -190,6 +198,13 @@ def _problems(wire: Wire) -> list[Problem]:
                 )
             )
         problems += _strategy_problems(stage.memory, f"{where}.memory", wire)
+        if stage.scratch not in (None, "global", "per_thread"):
+            problems.append(
+                Problem(
+                    f"{where}.scratch",
+                    f"must be 'global', 'per_thread' or None (got {stage.scratch!r})",
+                )
+            )
     relation: dict[NodeId, list[NodeId]] = {NodeId(s): [] for s in seen}
     pairs: set[tuple[str, str]] = set()
     for i, (source, target) in enumerate(wire.edges):
@@ -265,6 +280,7 @@ class WireBuilder:
         prompt: str | None = None,
         config: Mapping[str, Any] | None = None,
         tags: Sequence[str] = (),
+        scratch: Literal["global", "per_thread"] | None = None,
     ) -> WireBuilder:
         """Add a stage, with edges from each stage in ``after``."""
         self._stages.append(
@@ -275,6 +291,7 @@ class WireBuilder:
                 prompt=prompt,
                 config=dict(config or {}),
                 tags=tuple(tags),
+                scratch=scratch,
             )
         )
         self._edges.extend((source, stage_id) for source in after)

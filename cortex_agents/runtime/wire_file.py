@@ -72,6 +72,7 @@ class _Stage(_Strict):
     prompt: str | None = None
     config: dict[str, JsonValue] = {}
     tags: list[str] = []
+    scratch: Literal["global", "per_thread"] | None = None
 
 
 class _Budget(_Strict):
@@ -220,6 +221,7 @@ def _from_data(data: Any, base: Path) -> Wire:
             prompt=stage.prompt,
             config=stage.config,
             tags=stage.tags,
+            scratch=stage.scratch,
         )
     return builder.build()
 

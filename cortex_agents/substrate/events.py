@@ -105,13 +105,23 @@ class RewriteRejected:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCallMade:
-    """A stage's model called a tool (provenance; it does not change the graph)."""
+    """A stage's model called a tool (provenance; it does not change the graph).
+
+    Attributes:
+        node_id: The calling stage.
+        tool: The tool's name, as the model wrote it (refused calls included).
+        call_id: The model's id for the call.
+        arguments: The arguments as the model wrote them.
+        at: When the call was answered.
+        result: A compact JSON summary of the answer (status, and e.g. the ranked ids).
+    """
 
     node_id: NodeId
     tool: str
     call_id: str
     arguments: Mapping[str, Any]
     at: datetime
+    result: Any = None
 
 
 Event = (
@@ -136,7 +146,7 @@ EVENT_TYPES: Final[dict[str, type]] = {
     "tool_call_made": ToolCallMade,
 }
 _OMITTED_WHEN_EMPTY: Final = frozenset({"config", "tags"})
-_OMITTED_WHEN_NONE: Final = frozenset({"frontier"})
+_OMITTED_WHEN_NONE: Final = frozenset({"frontier", "result"})
 _TYPE_NAMES: Final[dict[type, str]] = {cls: name for name, cls in EVENT_TYPES.items()}
 _FACT_FIELDS: Final = (
     "rewrite_id",

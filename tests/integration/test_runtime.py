@@ -225,3 +225,26 @@ def test_a_finished_thread_resumes_without_redoing_anything(tmp_path):
     with open_saver(path) as saver:
         again = Runtime(load_wire(DEMO), saver, clock=clock()).run("t")
         assert [event_to_dict(e) for e in again.log] == [event_to_dict(e) for e in first.log]
+
+
+def test_a_logical_clock_gives_parallel_stages_the_same_times_in_every_run():
+    from cortex_agents.runtime import LogicalClock
+
+    def jitter(ctx: StageContext) -> dict:
+        time.sleep(0.001 * (hash(ctx.stage_id) % 7))  # shuffle the threads' order
+        return {"at": ctx.entry_time.isoformat()}
+
+    wire = (
+        WireBuilder("lc")
+        .kind("k", jitter)
+        .stage("root", "k")
+        .stage("a", "k", after=["root"])
+        .stage("b", "k", after=["root"])
+        .stage("c", "k", after=["root"])
+        .build()
+    )
+    runs = [Runtime(wire, memory_saver(), clock=LogicalClock(T0)).run("t") for _ in range(4)]
+    logs = [[event_to_dict(e) for e in r.log] for r in runs]
+    assert all(log == logs[0] for log in logs)
+    entries = {e.node_id: e.at for e in runs[0].log if isinstance(e, StageStarted)}
+    assert entries["a"] < entries["b"] < entries["c"]  # position in the frontier, not thread order

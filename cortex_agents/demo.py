@@ -1,0 +1,168 @@
+"""Recorded scenarios: workflows whose LLM exchanges ship as cassettes, replayable offline.
+
+A scenario names a wire, an input, a thread and a clock start. Recording it
+(:func:`record_scenario`, used by ``tools/record_cassettes.py``) runs it live
+against an OpenAI-compatible endpoint and writes ``cassettes/<name>.yaml``
+plus ``cassettes/<name>.json`` — the model settings the requests were made
+with. Replaying it (:func:`run_recorded`, behind ``cortex-agents demo``)
+rebuilds the same model and clock, so every request body is byte-identical
+to a recorded one, and runs with the network blocked.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Final
+
+from cortex_agents.bundled import bundled_path
+from cortex_agents.errors import InvalidArgument
+from cortex_agents.persistence.saver import CortexSaver
+from cortex_agents.runtime import LogicalClock, Progress, RunResult, Runtime, load_wire
+from cortex_agents.stages.llm import CHAT_MODEL
+from cortex_agents.testing import record, replay
+from cortex_agents.timestamps import format_timestamp, parse_timestamp
+
+__all__ = [
+    "SCENARIOS",
+    "RecordedModel",
+    "Scenario",
+    "record_scenario",
+    "recorded_model",
+    "run_recorded",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Scenario:
+    """A workflow run whose LLM exchanges are recorded.
+
+    Attributes:
+        name: Cassette name (``cassettes/<name>.yaml``).
+        wire: The shipped wire file (in ``graphs/``).
+        input: The run's input.
+        thread: The thread id it runs on.
+        clock_start: The logical clock's start (ISO 8601).
+        description: One line for humans.
+    """
+
+    name: str
+    wire: str
+    input: dict[str, Any]
+    thread: str
+    clock_start: str
+    description: str = ""
+
+
+SCENARIOS: Final[dict[str, Scenario]] = {
+    "claim_review": Scenario(
+        name="claim_review",
+        wire="claim_review.py",
+        input={"claim": "Remote work raises software developer productivity."},
+        thread="demo",
+        clock_start="2026-01-01T09:00:00Z",
+        description="planner -> three analysts -> merge -> reviewer (topological) -> rewriter",
+    ),
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecordedModel:
+    """The model settings a cassette was recorded with (requests depend on every one)."""
+
+    base_url: str
+    model: str
+    seed: int = 7
+    max_tokens: int = 256
+
+    def chat_model(self, api_key: str = "sk-replay") -> Any:
+        """The ``ChatOpenAI`` whose requests match the recording."""
+        from langchain_openai import ChatOpenAI
+
+        return ChatOpenAI(
+            model=self.model,
+            base_url=self.base_url,
+            api_key=api_key,
+            temperature=0,
+            seed=self.seed,
+            max_tokens=self.max_tokens,
+            max_retries=0,
+            timeout=300,
+        )
+
+
+def _meta_path(scenario: Scenario, folder: Path) -> Path:
+    return folder / f"{scenario.name}.json"
+
+
+def recorded_model(scenario: Scenario, folder: Path | None = None) -> RecordedModel:
+    """The settings a scenario's cassette was recorded with.
+
+    Raises:
+        InvalidArgument: the scenario has no recording.
+    """
+    folder = folder or bundled_path("cassettes")
+    meta_path = _meta_path(scenario, folder)
+    if not meta_path.is_file() or not (folder / f"{scenario.name}.yaml").is_file():
+        raise InvalidArgument(
+            "scenario",
+            f"has no recorded cassette in {folder}; record it with tools/record_cassettes.py",
+            scenario.name,
+        )
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    return RecordedModel(**meta["model"])
+
+
+def _runtime(scenario: Scenario, saver: CortexSaver, chat_model: Any) -> Runtime:
+    wire = load_wire(bundled_path("graphs", scenario.wire))
+    clock = LogicalClock(parse_timestamp(scenario.clock_start, "clock_start"))
+    return Runtime(wire, saver, clock=clock, services={CHAT_MODEL: chat_model})
+
+
+def run_recorded(
+    scenario: Scenario,
+    saver: CortexSaver,
+    *,
+    thread: str | None = None,
+    folder: Path | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> RunResult:
+    """Replay a scenario from its cassette, network blocked, into ``saver``.
+
+    Raises:
+        FileNotFoundError: the scenario has no cassette.
+    """
+    folder = folder or bundled_path("cassettes")
+    model = recorded_model(scenario, folder).chat_model()
+    with replay(folder / f"{scenario.name}.yaml"):
+        return _runtime(scenario, saver, model).run(
+            thread or scenario.thread, scenario.input, on_progress=on_progress
+        )
+
+
+def record_scenario(
+    scenario: Scenario,
+    saver: CortexSaver,
+    settings: RecordedModel,
+    *,
+    folder: Path,
+    api_key: str = "sk-local",
+    on_progress: Callable[[Progress], None] | None = None,
+) -> RunResult:
+    """Run a scenario live against ``settings.base_url``, recording its cassette and settings."""
+    model = settings.chat_model(api_key)
+    with record(folder / f"{scenario.name}.yaml"):
+        result = _runtime(scenario, saver, model).run(
+            scenario.thread, scenario.input, on_progress=on_progress
+        )
+    meta = {
+        "scenario": asdict(scenario),
+        "model": asdict(settings),
+        "recorded_at": format_timestamp(datetime.now().astimezone()),
+        "stages": {n.id: n.status for n in result.state.nodes.values()},
+    }
+    _meta_path(scenario, folder).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    return result

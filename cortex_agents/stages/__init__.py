@@ -1,0 +1,44 @@
+"""LLM stage kinds (planner, analyst, merge, reviewer, rewriter), their prompts and outputs."""
+
+from cortex_agents.stages.kinds import KINDS, analyst, merge, planner, reviewer, rewriter
+from cortex_agents.stages.llm import (
+    CHAT_MODEL,
+    ModelUnavailable,
+    chat_model_from_env,
+    converse,
+    stage_tools,
+)
+from cortex_agents.stages.outputs import (
+    Analysis,
+    Branch,
+    Merged,
+    Plan,
+    Report,
+    Review,
+    parse_output,
+)
+from cortex_agents.stages.prompts import load_prompt, prompt_for, render
+
+__all__ = [
+    "CHAT_MODEL",
+    "KINDS",
+    "Analysis",
+    "Branch",
+    "Merged",
+    "ModelUnavailable",
+    "Plan",
+    "Report",
+    "Review",
+    "analyst",
+    "chat_model_from_env",
+    "converse",
+    "load_prompt",
+    "merge",
+    "parse_output",
+    "planner",
+    "prompt_for",
+    "render",
+    "reviewer",
+    "rewriter",
+    "stage_tools",
+]

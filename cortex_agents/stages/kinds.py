@@ -1,0 +1,154 @@
+"""The LLM stage kinds: planner, analyst, merge, reviewer, rewriter.
+
+Each is a stage function (``fn(ctx) -> output``) on any LangChain chat
+model (``ctx.extras["chat_model"]``). Outputs are the pydantic models of
+:mod:`cortex_agents.stages.outputs`, wrapped in a ``{"contract", "value"}``
+envelope the memory extractor peels. What the wire knows is never left to the
+model: an analyst's ``claim_ref`` (its routing key) comes from its config,
+the merge's attribution from its inputs.
+
+The reviewer and rewriter are where memory strategy shows (seed 001, F4):
+under topological memory their prompt also carries the analyst branches
+*behind* their merge node — their own declared query, e.g.
+``Topological(past_boundary="merge", upstream_of_kind="analyst")`` — and
+their model may call ``cortex_memory_query``; under classic they see their
+direct inputs only, single-shot.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from cortex_agents.runtime.context import StageContext
+from cortex_agents.stages.llm import converse, render_inputs, render_matches_block, stage_prompt
+from cortex_agents.stages.outputs import (
+    Analysis,
+    Branch,
+    ClaimFinding,
+    Merged,
+    Plan,
+    Report,
+    Review,
+    parse_output,
+)
+
+__all__ = ["KINDS", "analyst", "merge", "planner", "reviewer", "rewriter"]
+
+DEFAULT_REFS = ("c1", "c2", "c3")
+
+
+def _envelope(contract: str, value: BaseModel) -> dict[str, Any]:
+    return {"contract": contract, "value": value.model_dump(mode="json")}
+
+
+def _value(output: Any) -> dict[str, Any]:
+    return output.get("value", output) if isinstance(output, dict) else {}
+
+
+def _claim(ctx: StageContext) -> str:
+    run_input = ctx.run_input if isinstance(ctx.run_input, dict) else {}
+    return str(run_input.get("claim") or ctx.config.get("claim") or "")
+
+
+def planner(ctx: StageContext) -> dict[str, Any]:
+    """Split the run's claim into one question per analyst."""
+    refs = list(ctx.config.get("claim_refs", DEFAULT_REFS))
+    claim = _claim(ctx)
+    result = converse(
+        ctx,
+        system=stage_prompt(ctx, branch_count=len(refs), claim_refs=", ".join(refs)),
+        user=f"<claim>\n{claim}\n</claim>",
+    )
+    plan = parse_output(str(result.message.content), Plan)
+    questions = [b.question for b in plan.branches] if plan else []
+    if plan is None or len(questions) != len(refs):
+        questions = [f"What evidence bears on part {ref} of the claim?" for ref in refs]
+    branches = [Branch(claim_ref=ref, question=q) for ref, q in zip(refs, questions, strict=True)]
+    parsed = plan is not None and len(plan.branches) == len(refs)
+    return _envelope("plan", Plan(claim=claim, branches=branches, parsed=parsed))
+
+
+def analyst(ctx: StageContext) -> dict[str, Any]:
+    """Answer this analyst's question; its routing key is its configured ``claim_ref``."""
+    ref = str(ctx.config.get("claim_ref", ctx.stage_id))
+    question = next(
+        (
+            b.get("question", "")
+            for out in ctx.inputs.values()
+            for b in _value(out).get("branches", [])
+            if b.get("claim_ref") == ref
+        ),
+        "",
+    )
+    result = converse(
+        ctx,
+        system=stage_prompt(ctx, claim_ref=ref),
+        user=f"<question>\n{question}\n</question>\n{render_inputs(ctx.inputs)}",
+    )
+    text = str(result.message.content)
+    found = parse_output(text, Analysis)
+    analysis = (
+        found.model_copy(update={"claim_ref": ref})
+        if found
+        else Analysis(claim_ref=ref, finding=text.strip()[:600], parsed=False)
+    )
+    return _envelope("analysis", analysis)
+
+
+def merge(ctx: StageContext) -> dict[str, Any]:
+    """Merge the analysts' findings; attribution comes from the inputs, the summary from the model."""
+    claims = [
+        ClaimFinding(
+            claim_ref=_value(out).get("claim_ref", stage), finding=_value(out).get("finding", "")
+        )
+        for stage, out in sorted(ctx.inputs.items())
+    ]
+    result = converse(ctx, system=stage_prompt(ctx), user=render_inputs(ctx.inputs))
+    text = str(result.message.content)
+    found = parse_output(text, Merged)
+    summary = found.summary if found else " ".join(c.finding for c in claims)
+    return _envelope("merged", Merged(summary=summary, claims=claims, parsed=found is not None))
+
+
+def _with_branches(ctx: StageContext) -> tuple[str, list[str]]:
+    """The user message of a reviewing stage: inputs, plus the branches its own query recalls."""
+    recalled = ctx.recall()  # classic: nothing; topological: e.g. the analysts behind the merge
+    block = render_matches_block("analyst_branches", recalled)
+    return "\n".join(part for part in (render_inputs(ctx.inputs), block) if part), [
+        m.node_id for m in recalled
+    ]
+
+
+def reviewer(ctx: StageContext) -> dict[str, Any]:
+    """Review the merged result for gaps."""
+    user, recalled = _with_branches(ctx)
+    result = converse(ctx, system=stage_prompt(ctx), user=user)
+    text = str(result.message.content)
+    review = parse_output(text, Review) or Review(
+        verdict="gap" if "gap" in text.lower() else "sound", notes=text.strip()[:600], parsed=False
+    )
+    output = _envelope("review", review)
+    output["memory"] = {"recalled": recalled, "tool_calls": [c.name for c in result.calls]}
+    return output
+
+
+def rewriter(ctx: StageContext) -> dict[str, Any]:
+    """Write the final report, addressing the review's gaps."""
+    user, recalled = _with_branches(ctx)
+    result = converse(ctx, system=stage_prompt(ctx), user=user)
+    text = str(result.message.content)
+    report = parse_output(text, Report) or Report(report=text.strip()[:1200], parsed=False)
+    output = _envelope("report", report)
+    output["memory"] = {"recalled": recalled, "tool_calls": [c.name for c in result.calls]}
+    return output
+
+
+KINDS = {
+    "planner": planner,
+    "analyst": analyst,
+    "merge": merge,
+    "reviewer": reviewer,
+    "rewriter": rewriter,
+}

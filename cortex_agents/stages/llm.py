@@ -1,0 +1,159 @@
+"""What every LLM stage shares: its model, its tool catalog, its prompt, one conversation.
+
+The **catalog** is decided by the stage's declaration — its memory strategy,
+its scratch memory (and, later, its rewrite capability) — in one place,
+:func:`stage_tools`, and
+the same list is what the model is offered and what the loop may execute.
+A classic stage gets no tool and a single call; a topological stage gets
+``cortex_memory_query`` and a bounded tool loop. A prompt mentions a tool only
+when that tool is in the catalog: the memory-tool nudge is appended for
+topological stages and never otherwise.
+
+Prompts are byte-stable: inputs are rendered as JSON with sorted keys, no
+time or random value reaches a request, so recorded cassettes replay.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.tools import BaseTool
+
+from cortex_agents.errors import CortexError, InvalidArgument
+from cortex_agents.memory.match import Match
+from cortex_agents.memory.strategy import Topological
+from cortex_agents.runtime.context import StageContext
+from cortex_agents.scratch import ScratchConnector, make_memory_tool
+from cortex_agents.stages.prompts import MEMORY_NUDGE, load_prompt, prompt_for, render
+from cortex_agents.tools.loop import ToolLoopResult, ToolPolicy, run_tool_loop
+from cortex_agents.tools.memory_query import (
+    DEFAULT_TOKEN_BUDGET,
+    MEMORY_QUERY_TOOL,
+    make_memory_query_tool,
+)
+
+__all__ = [
+    "CHAT_MODEL",
+    "ModelUnavailable",
+    "chat_model_from_env",
+    "converse",
+    "render_inputs",
+    "render_matches_block",
+    "stage_prompt",
+    "stage_tools",
+    "tool_policy",
+]
+
+CHAT_MODEL: Final = "chat_model"
+
+
+class ModelUnavailable(CortexError, RuntimeError):
+    """An LLM stage ran without a chat model configured."""
+
+    code = "model_unavailable"
+
+
+def chat_model_from_env(env: Mapping[str, str] | None = None) -> BaseChatModel | None:
+    """``ChatOpenAI`` configured from ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` / ``CORTEX_MODEL``.
+
+    ``None`` when neither a key nor a base URL is set. Temperature 0 and a
+    fixed seed, so a local model answers the same prompt the same way.
+    """
+    from langchain_openai import ChatOpenAI
+
+    env = os.environ if env is None else env
+    key, base_url = env.get("OPENAI_API_KEY"), env.get("OPENAI_BASE_URL")
+    if not key and not base_url:
+        return None
+    return ChatOpenAI(
+        model=env.get("CORTEX_MODEL", "gpt-4o-mini"),
+        base_url=base_url or None,
+        api_key=key or "sk-local",
+        temperature=0,
+        seed=int(env.get("CORTEX_SEED", "7")),
+        max_tokens=int(env.get("CORTEX_MAX_TOKENS", "256")),
+        max_retries=int(env.get("CORTEX_MAX_RETRIES", "2")),
+    )
+
+
+def _model(ctx: StageContext) -> BaseChatModel:
+    model = ctx.extras.get(CHAT_MODEL)
+    if model is None:
+        raise ModelUnavailable(
+            f"stage {ctx.stage_id!r} needs a chat model: set OPENAI_API_KEY (or OPENAI_BASE_URL for an "
+            "OpenAI-compatible server), or pass services={'chat_model': ...} to the Runtime"
+        )
+    return model
+
+
+def stage_tools(ctx: StageContext) -> list[BaseTool]:
+    """The stage's tool catalog: what its model sees and all it may run.
+
+    Empty for a classic stage, and for any stage whose tool policy allows no
+    tool round.
+    """
+    tools: list[BaseTool] = []
+    if tool_policy(ctx).max_rounds < 1:
+        return tools
+    if isinstance(ctx.strategy, Topological):
+        budget = int(ctx.config.get("memory_token_budget", DEFAULT_TOKEN_BUDGET))
+        tools.append(make_memory_query_tool(ctx.memory.presets, budget=budget))
+    if ctx.scratch is not None:
+        tools.append(make_memory_tool())
+    return tools
+
+
+def tool_policy(ctx: StageContext) -> ToolPolicy:
+    """The stage's tool policy from its config's ``tools`` table."""
+    raw = ctx.config.get("tools", {})
+    if not isinstance(raw, Mapping):
+        raise InvalidArgument("config.tools", "must be a table", raw)
+    allowed = {"max_rounds", "first", "then", "empty_content"}
+    if unknown := sorted(set(raw) - allowed):
+        raise InvalidArgument(
+            f"config.tools.{unknown[0]}", f"is not a tool policy field ({sorted(allowed)})", raw
+        )
+    return ToolPolicy(**raw)
+
+
+def render_inputs(inputs: Mapping[str, Any]) -> str:
+    """The stage's direct inputs, delimited as data."""
+    body = json.dumps(dict(inputs), sort_keys=True, ensure_ascii=False, indent=1)
+    return f"<inputs>\n{body}\n</inputs>"
+
+
+def render_matches_block(tag: str, matches: Sequence[Match]) -> str:
+    """Recalled nodes as a delimited data block (empty when there are none)."""
+    if not matches:
+        return ""
+    lines = [f"- {m.node_id} (key {m.routing_key}): {m.body_text}" for m in matches]
+    return f"<{tag}>\n" + "\n".join(lines) + f"\n</{tag}>"
+
+
+def converse(ctx: StageContext, *, system: str, user: str) -> ToolLoopResult:
+    """One stage's conversation: system prompt, user message, catalog-bound tool loop."""
+    tools = stage_tools(ctx)
+    names = {t.name for t in tools}
+    if MEMORY_QUERY_TOOL in names:  # a prompt mentions a tool only when the tool is there
+        nudge = load_prompt(MEMORY_NUDGE, folder=ctx.extras.get("prompts_dir"))
+        system = f"{system.rstrip()}\n\n{nudge.strip()}"
+    messages: list = [SystemMessage(system.strip()), HumanMessage(user.strip())]
+    if ctx.scratch is not None:  # the connector: the stage's scratch memory, as data
+        messages = ScratchConnector(**dict(ctx.config.get("scratch_connector", {}))).inject(
+            messages, ctx.scratch
+        )
+    return run_tool_loop(
+        _model(ctx), messages, tools=tools, context=ctx, policy=tool_policy(ctx), journal=ctx.record
+    )
+
+
+def stage_prompt(ctx: StageContext, **values: object) -> str:
+    """The stage's system prompt, rendered."""
+    strategy = "topological" if isinstance(ctx.strategy, Topological) else "classic"
+    folder = ctx.extras.get("prompts_dir")
+    return render(prompt_for(ctx.kind, strategy, folder=folder), **values)

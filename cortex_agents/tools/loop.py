@@ -1,0 +1,215 @@
+"""The bounded tool loop of an LLM stage, with its catalog enforced.
+
+The catalog decides both what the model sees and what may execute: tools are
+bound from the catalog, and a call naming anything else (a model can emit any
+name) gets an error result and runs nothing — unlike LangGraph's ``ToolNode``,
+which runs any tool it holds whatever the model was offered. Each tool gets a
+``ToolRuntime`` whose context is the stage's context, so identity and memory
+come from the runtime, never from arguments the model writes; model-written
+values for injected parameters are dropped.
+
+Every call is journaled as a ``tool_call_made`` event (arguments and a
+compact result), so the substrate records what each stage asked and got.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.tools import BaseTool
+from langgraph.prebuilt import ToolRuntime
+
+from cortex_agents.errors import InvalidArgument
+from cortex_agents.substrate.events import ToolCallMade
+from cortex_agents.tools.results import tool_error
+
+__all__ = ["ToolCall", "ToolLoopResult", "ToolPolicy", "run_tool_loop"]
+
+ToolChoice = Literal["auto", "required", "none"] | str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolPolicy:
+    """How a stage's model uses its tools.
+
+    Attributes:
+        max_rounds: Model turns that may call tools; one more turn, without
+            tools, produces the answer.
+        first: ``tool_choice`` of the first turn: ``auto``, ``required``, or a
+            tool's name to force it (small local models ignore tools otherwise).
+        then: ``tool_choice`` of later tool turns.
+        empty_content: Text put in an assistant message that has tool calls
+            but no text; some servers reject ``content: null`` (``None``: leave it).
+    """
+
+    max_rounds: int = 2
+    first: ToolChoice = "auto"
+    then: ToolChoice = "auto"
+    empty_content: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call the model made and what it got back."""
+
+    name: str
+    call_id: str
+    arguments: dict[str, Any]
+    status: Literal["success", "error"]
+    content: str
+    artifact: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolLoopResult:
+    """The final answer and everything that led to it."""
+
+    message: AIMessage
+    messages: list[BaseMessage] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
+
+
+def _choice(choice: ToolChoice, names: set[str]) -> Any:
+    if choice in ("auto", "required", "none"):
+        return choice
+    if choice not in names:
+        raise InvalidArgument(
+            "tool_choice",
+            f"must be auto, required, none or a tool of the catalog {sorted(names)}",
+            choice,
+        )
+    return {"type": "function", "function": {"name": choice}}
+
+
+def _summary(call: ToolCall) -> dict[str, Any]:
+    """What the journal keeps of a result: compact, JSON."""
+    if call.status == "error":
+        return {"status": "error", "content": call.content}
+    if isinstance(call.artifact, dict) and "matches" in call.artifact:
+        keep = (
+            "node_id",
+            "kind",
+            "status",
+            "hops",
+            "score",
+            "graph",
+            "temporal",
+            "semantic",
+            "routing_key",
+        )
+        return {
+            "status": "success",
+            "query": call.artifact.get("query"),
+            "total": call.artifact.get("total"),
+            "shown": call.artifact.get("shown"),
+            "matches": [{k: m[k] for k in keep} for m in call.artifact["matches"]],
+        }
+    return {"status": "success", "content": call.content[:2000]}
+
+
+def execute_call(
+    call: dict[str, Any],
+    catalog: dict[str, BaseTool],
+    context: Any,
+    config: dict[str, Any] | None = None,
+) -> tuple[ToolMessage, ToolCall]:
+    """Run one call from the model, or refuse it when its tool is not in the catalog."""
+    name, call_id = call.get("name") or "", call.get("id") or ""
+    args = dict(call.get("args") or {})
+    tool = catalog.get(name)
+    if tool is None:
+        available = ", ".join(sorted(catalog)) or "none"
+        message = tool_error(
+            "tool_not_available",
+            f"tool {name!r} is not available in this stage; available: {available}",
+            tool_call_id=call_id,
+            name=name,
+        )
+    else:
+        injected = getattr(tool, "_injected_args_keys", frozenset())
+        clean = {k: v for k, v in args.items() if k not in injected and k != "runtime"}
+        runtime = ToolRuntime(
+            state={},
+            context=context,
+            config=config or {},
+            stream_writer=lambda _: None,
+            tool_call_id=call_id,
+            store=None,
+        )
+        result = tool.invoke(
+            {
+                "type": "tool_call",
+                "name": name,
+                "id": call_id,
+                "args": {**clean, "runtime": runtime},
+            }
+        )
+        message = (
+            result
+            if isinstance(result, ToolMessage)
+            else ToolMessage(str(result), tool_call_id=call_id, name=name)
+        )
+    record = ToolCall(
+        name=name,
+        call_id=call_id,
+        arguments=args,
+        status="error" if message.status == "error" else "success",
+        content=str(message.content),
+        artifact=getattr(message, "artifact", None),
+    )
+    return message, record
+
+
+def run_tool_loop(
+    model: BaseChatModel,
+    messages: Sequence[BaseMessage],
+    *,
+    tools: Sequence[BaseTool],
+    context: Any,
+    policy: ToolPolicy | None = None,
+    journal: Callable[[ToolCallMade], None] | None = None,
+) -> ToolLoopResult:
+    """Run the model with its catalog until it answers without calling a tool.
+
+    With an empty catalog this is a single call without tools (a classic stage).
+    """
+    policy = policy or ToolPolicy()
+    catalog = {t.name: t for t in tools}
+    transcript = list(messages)
+    calls: list[ToolCall] = []
+    rounds = policy.max_rounds if catalog else 0
+    for turn in range(rounds + 1):
+        if turn < rounds:
+            choice = _choice(policy.first if turn == 0 else policy.then, set(catalog))
+            answer = model.bind_tools(list(catalog.values()), tool_choice=choice).invoke(transcript)
+        else:
+            answer = model.invoke(transcript)
+        if not isinstance(answer, AIMessage):
+            answer = AIMessage(content=str(answer.content))
+        if answer.tool_calls and not answer.content and policy.empty_content is not None:
+            answer = answer.model_copy(update={"content": policy.empty_content})
+        transcript.append(answer)
+        if not answer.tool_calls:
+            return ToolLoopResult(answer, transcript, calls)
+        for call in answer.tool_calls:
+            message, record = execute_call(call, catalog if turn < rounds else {}, context)
+            transcript.append(message)
+            calls.append(record)
+            if journal is not None and context is not None:
+                journal(
+                    ToolCallMade(
+                        node_id=context.stage_id,
+                        tool=record.name,
+                        call_id=record.call_id,
+                        arguments=record.arguments,
+                        result=_summary(record),
+                        at=context.clock(),
+                    )
+                )
+    return ToolLoopResult(
+        transcript[-1] if isinstance(transcript[-1], AIMessage) else answer, transcript, calls
+    )

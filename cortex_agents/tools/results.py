@@ -1,0 +1,45 @@
+"""How every cortex tool answers a model: results, and errors the model can fix.
+
+A model's mistake (a bad argument, an unknown preset, a tool this stage does
+not have) never crashes a run: it comes back as a ``ToolMessage`` with
+``status="error"`` whose content is JSON::
+
+    {"error": {"code": "invalid_argument", "message": "`limit` must be ... (got 0)"}}
+
+naming the field and the rule, so the model can correct the call.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from langchain_core.messages import ToolMessage
+from pydantic import ValidationError
+
+__all__ = ["error_content", "tool_error", "validation_message"]
+
+
+def error_content(code: str, message: str) -> str:
+    """The JSON content of a tool error."""
+    return json.dumps({"error": {"code": code, "message": message}}, ensure_ascii=False)
+
+
+def tool_error(code: str, message: str, *, tool_call_id: str, name: str) -> ToolMessage:
+    """A tool error the model reads; nothing ran or changed."""
+    return ToolMessage(
+        content=error_content(code, message), tool_call_id=tool_call_id, name=name, status="error"
+    )
+
+
+def validation_message(exc: ValidationError) -> str:
+    """Pydantic errors as ``field: rule (got value)`` lines, for a model to read."""
+    lines = []
+    for error in exc.errors():
+        field = ".".join(str(part) for part in error["loc"]) or "arguments"
+        value: Any = error.get("input")
+        shown = repr(value)
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        lines.append(f"`{field}`: {error['msg']} (got {shown})")
+    return "; ".join(lines)

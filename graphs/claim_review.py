@@ -1,0 +1,50 @@
+"""The parallel-claim-branches workflow: planner -> three analysts -> merge -> reviewer -> rewriter.
+
+LLM stages on any LangChain chat model (``ChatOpenAI`` from ``OPENAI_API_KEY``
+/ ``OPENAI_BASE_URL`` / ``CORTEX_MODEL`` by default). The reviewer and the
+rewriter sit behind the merge node: their Markov boundary is the merged
+document, not the analyst branches. Under topological memory their own query
+walks past the merge to the analysts (``past_boundary="merge"``,
+``upstream_of_kind="analyst"``), and the reviewer's model may also call
+``cortex_memory_query``.
+
+    cortex-agents run graphs/claim_review.py --input '{"claim": "..."}'   # live, needs a model
+    cortex-agents demo                                                     # recorded, offline
+"""
+
+from __future__ import annotations
+
+from cortex_agents.memory import Topological
+from cortex_agents.runtime import WireBuilder
+from cortex_agents.stages import KINDS
+
+BEHIND_MERGE = Topological(preset="reviewer", past_boundary="merge", upstream_of_kind="analyst")
+
+# Small local models ignore tools unless told to call one; a capable model can use "auto".
+REVIEWER_TOOLS = {"max_rounds": 1, "first": "cortex_memory_query", "empty_content": ""}
+
+builder = WireBuilder("claim_review")
+for name, fn in KINDS.items():
+    builder.kind(name, fn)
+wire = (
+    builder.stage("planner", "planner", config={"claim_refs": ["c1", "c2", "c3"]})
+    .stage("analyst-a", "analyst", after=["planner"], config={"claim_ref": "c1"})
+    .stage("analyst-b", "analyst", after=["planner"], config={"claim_ref": "c2"})
+    .stage("analyst-c", "analyst", after=["planner"], config={"claim_ref": "c3"})
+    .stage("merge", "merge", after=["analyst-a", "analyst-b", "analyst-c"])
+    .stage(
+        "reviewer",
+        "reviewer",
+        after=["merge"],
+        memory=BEHIND_MERGE,
+        config={"tools": REVIEWER_TOOLS},
+    )
+    .stage(
+        "rewriter",
+        "rewriter",
+        after=["reviewer"],
+        memory=BEHIND_MERGE,
+        config={"tools": {"max_rounds": 0}},
+    )
+    .build()
+)

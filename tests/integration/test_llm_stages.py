@@ -1,0 +1,241 @@
+"""LLM stages offline (scripted model): catalogs enforced, preset inheritance, snapshots, recall past the merge."""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import timedelta
+
+import pytest
+
+from cortex_agents.memory import Topological
+from cortex_agents.persistence import memory_saver
+from cortex_agents.runtime import Runtime, StageContext, TickingClock, WireBuilder, load_wire
+from cortex_agents.stages import KINDS
+from cortex_agents.substrate import ToolCallMade
+from tests.chat import ScriptedChatModel, call, say
+from tests.helpers import T0
+
+PLAN = json.dumps(
+    {"claim": "X", "branches": [{"claim_ref": r, "question": f"q{r}"} for r in ("c1", "c2", "c3")]}
+)
+
+
+def analysis(ref: str) -> str:
+    return json.dumps(
+        {"claim_ref": ref, "finding": f"finding about {ref} and selection bias", "evidence": ["e"]}
+    )
+
+
+def model(reviewer_replies: list, rewriter_replies: list | None = None) -> ScriptedChatModel:
+    return ScriptedChatModel(
+        script={
+            "You are the planner": [say(PLAN)],
+            "You are an analyst": [
+                lambda msgs, kw: say(
+                    analysis(next(r for r in ("c1", "c2", "c3") if f"part {r}" in msgs[0].content))
+                )
+            ],
+            "You merge": [say(json.dumps({"summary": "merged summary"}))],
+            "You review": reviewer_replies,
+            "You write the final report": rewriter_replies
+            or [say(json.dumps({"report": "final", "addressed": []}))],
+        }
+    )
+
+
+def run(wire, chat) -> tuple:
+    runtime = Runtime(
+        wire,
+        memory_saver(),
+        clock=TickingClock(T0, timedelta(seconds=1)),
+        services={"chat_model": chat},
+    )
+    return runtime.run("t", {"claim": "X"}), chat
+
+
+CLAIM_REVIEW = load_wire("graphs/claim_review.py")
+
+
+def test_claim_review_reviewer_calls_memory_and_sees_analyst_branches_past_the_merge():
+    reviewer = [
+        call("cortex_memory_query", {"query_text": "selection bias", "limit": 3}),
+        say(
+            json.dumps(
+                {
+                    "verdict": "gap",
+                    "gaps": ["no trial for c2"],
+                    "notes": "n",
+                    "cited": ["analyst-b"],
+                }
+            )
+        ),
+    ]
+    result, chat = run(CLAIM_REVIEW, model(reviewer))
+    assert result.complete
+    review = result.outputs["reviewer"]
+    assert review["value"]["verdict"] == "gap" and review["value"]["parsed"] is True
+    # its own query walked past the merge to the analysts (their order depends on completion times)
+    assert sorted(review["memory"]["recalled"]) == ["analyst-a", "analyst-b", "analyst-c"]
+    assert review["memory"]["tool_calls"] == ["cortex_memory_query"]
+    first = next(r for r in chat.requests if r["system"].startswith("You review"))
+    # offered exactly its catalog, forced to the memory tool (the policy of this wire)
+    assert [t["function"]["name"] for t in first["tools"]] == ["cortex_memory_query"]
+    assert first["tool_choice"] == {"type": "function", "function": {"name": "cortex_memory_query"}}
+    user = first["messages"][1].content
+    assert "<analyst_branches>" in user and "merge (key" not in user.split("<analyst_branches>")[1]
+    assert "cortex_memory_query" in first["system"]  # the nudge, because the tool is in the catalog
+    # the tool call is journaled in the substrate with what the memory tool returned
+    calls = [e for e in result.log if isinstance(e, ToolCallMade)]
+    assert [(c.node_id, c.tool, dict(c.arguments)) for c in calls] == [
+        ("reviewer", "cortex_memory_query", {"query_text": "selection bias", "limit": 3})
+    ]
+    ranked = [m["node_id"] for m in calls[0].result["matches"]]
+    assert len(ranked) == 3 and ranked[0] == "merge"
+    assert set(calls[0].result["matches"][0]) >= {"score", "graph", "temporal", "semantic", "hops"}
+
+
+def classic_claim_review():
+    builder = WireBuilder("classic_review")
+    for name, fn in KINDS.items():
+        builder.kind(name, fn)
+    return (
+        builder.stage("planner", "planner")
+        .stage("analyst-a", "analyst", after=["planner"], config={"claim_ref": "c1"})
+        .stage("merge", "merge", after=["analyst-a"])
+        .stage("reviewer", "reviewer", after=["merge"])
+        .build()
+    )
+
+
+def test_classic_stages_see_no_tool_and_run_single_shot():
+    result, chat = run(classic_claim_review(), model([say(json.dumps({"verdict": "sound"}))]))
+    assert result.complete
+    for request in chat.requests:
+        assert "tools" not in request
+        assert "cortex_memory_query" not in request["system"]  # no tool, no mention
+    reviewer_requests = [r for r in chat.requests if r["system"].startswith("You review")]
+    assert len(reviewer_requests) == 1
+    assert "<analyst_branches>" not in reviewer_requests[0]["messages"][1].content
+    assert result.outputs["reviewer"]["memory"] == {"recalled": [], "tool_calls": []}
+
+
+def test_a_forged_call_to_an_absent_tool_runs_nothing():
+    forged = call("propose_rewrite", {"anchor": "merge"}, "forged-1")
+    result, _ = run(classic_claim_review(), model([forged, say(json.dumps({"verdict": "sound"}))]))
+    calls = [e for e in result.log if isinstance(e, ToolCallMade)]
+    assert [(c.tool, c.result["status"]) for c in calls] == [("propose_rewrite", "error")]
+    assert "not available in this stage; available: none" in calls[0].result["content"]
+    assert len(result.state.nodes) == 4  # nothing was added: the call ran nothing
+
+
+def test_forged_calls_to_tools_outside_a_topological_catalog_are_refused_too():
+    reviewer = [
+        call("memory", {"command": "delete", "path": "/"}, "f-2"),
+        say(json.dumps({"verdict": "sound"})),
+    ]
+    result, _ = run(CLAIM_REVIEW, model(reviewer))
+    (refused,) = [e for e in result.log if isinstance(e, ToolCallMade)]
+    assert (refused.tool, refused.call_id, refused.result["status"]) == ("memory", "f-2", "error")
+    assert "available: cortex_memory_query" in refused.result["content"]
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        ({"limit": 0}, "invalid_argument"),
+        ({"preset": "nope"}, "unknown_preset"),
+        ({"direction": "sideways"}, "invalid_argument"),
+        ({"max_graph_distance": "far"}, "invalid_argument"),
+        ({"unknown": 1}, "invalid_argument"),
+    ],
+)
+def test_bad_arguments_come_back_as_tool_errors_and_the_run_goes_on(args, code):
+    reviewer = [call("cortex_memory_query", args), say(json.dumps({"verdict": "sound"}))]
+    result, chat = run(CLAIM_REVIEW, model(reviewer))
+    assert result.complete
+    (made,) = [e for e in result.log if isinstance(e, ToolCallMade)]
+    assert made.result["status"] == "error"
+    assert json.loads(made.result["content"])["error"]["code"] == code
+    final = next(r for r in reversed(chat.requests) if r["system"].startswith("You review"))
+    assert final["messages"][-1].status == "error"  # the model read the error
+
+
+def probe_wire(strategy):
+    def probe(ctx: StageContext) -> dict:
+        from cortex_agents.stages.llm import converse
+
+        converse(ctx, system="You probe memory.", user="go")
+        return {}
+
+    return (
+        WireBuilder("probe")
+        .kind("k", lambda ctx: {"text": ctx.stage_id})
+        .kind("p", probe)
+        .stage("root", "k", config={"claim_ref": "c9"})
+        .stage("side", "k", after=["root"])
+        .stage(
+            "probe",
+            "p",
+            after=["root"],
+            memory=strategy,
+            config={"tools": {"first": "cortex_memory_query"}},
+        )
+        .build()
+    )
+
+
+def test_a_missing_preset_inherits_the_stages_and_a_routing_key_is_not_inherited():
+    strategy = Topological(preset="planner", routing_key="c-never")
+    chat = ScriptedChatModel(script={"You probe": [call("cortex_memory_query", {}), say("done")]})
+    result, _ = run(probe_wire(strategy), chat)
+    (made,) = [e for e in result.log if isinstance(e, ToolCallMade)]
+    assert made.result["status"] == "success"
+    assert (
+        made.result["query"]["preset"] == "planner"
+        and made.result["query"]["direction"] == "bidirectional"
+    )
+    assert made.result["query"]["routing_key"] is None  # the stage's routing key was not inherited
+    assert [m["node_id"] for m in made.result["matches"]] == ["root"]
+
+
+def test_a_sibling_settling_during_the_stage_is_invisible_to_the_tool():
+    side_done = threading.Event()
+
+    def side(ctx: StageContext) -> dict:
+        side_done.set()
+        return {"text": "side finding"}
+
+    def probe(ctx: StageContext) -> dict:
+        from cortex_agents.stages.llm import converse
+
+        converse(ctx, system="You probe memory.", user="go")
+        return {"side_seen_as": ctx.memory.snapshot.nodes["side"].status}
+
+    def after_side(messages, kwargs):  # the tool call happens only once `side` has settled
+        assert side_done.wait(10)
+        return call("cortex_memory_query", {"preset": "planner", "scope": "debug_all_statuses"})
+
+    wire = (
+        WireBuilder("iso")
+        .kind("k", lambda ctx: {"text": ctx.stage_id})
+        .kind("s", side)
+        .kind("p", probe)
+        .stage("root", "k")
+        .stage("side", "s", after=["root"])
+        .stage(
+            "probe",
+            "p",
+            after=["root"],
+            memory=Topological(),
+            config={"tools": {"first": "cortex_memory_query"}},
+        )
+        .build()
+    )
+    chat = ScriptedChatModel(script={"You probe": [after_side, say("ok")]})
+    result, _ = run(wire, chat)
+    assert result.state.nodes["side"].settled
+    # the handle the tool queried is the one bound at entry: `side` is still pending in it
+    assert result.outputs["probe"] == {"side_seen_as": "pending"}
+    (made,) = [e for e in result.log if isinstance(e, ToolCallMade)]
+    assert [m["node_id"] for m in made.result["matches"]] == ["root"]
