@@ -16,13 +16,13 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from cortex_agents.bundled import bundled_path
 from cortex_agents.errors import InvalidArgument
 from cortex_agents.persistence.saver import CortexSaver
 from cortex_agents.runtime import LogicalClock, Progress, RunResult, Runtime, load_wire
-from cortex_agents.stages.llm import CHAT_MODEL
+from cortex_agents.stages.llm import CHAT_MODEL, build_chat_model
 from cortex_agents.testing import record, replay
 from cortex_agents.timestamps import format_timestamp, parse_timestamp
 
@@ -71,26 +71,34 @@ SCENARIOS: Final[dict[str, Scenario]] = {
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RecordedModel:
-    """The model settings a cassette was recorded with (requests depend on every one)."""
+    """The model settings a cassette was recorded with (requests depend on every one).
+
+    Attributes:
+        base_url: The OpenAI-compatible endpoint.
+        model: The model name sent.
+        seed: Sampling seed sent.
+        max_tokens: Output cap.
+        max_tokens_field: The request field carrying the cap: OpenAI's
+            ``max_completion_tokens`` (langchain's default), or the older
+            ``max_tokens``, which llama.cpp's server reads (it ignores the other).
+    """
 
     base_url: str
     model: str
     seed: int = 7
     max_tokens: int = 256
+    max_tokens_field: Literal["max_completion_tokens", "max_tokens"] = "max_completion_tokens"
 
     def chat_model(self, api_key: str = "sk-replay") -> Any:
         """The ``ChatOpenAI`` whose requests match the recording."""
-        from langchain_openai import ChatOpenAI
-
-        return ChatOpenAI(
+        return build_chat_model(
             model=self.model,
             base_url=self.base_url,
             api_key=api_key,
-            temperature=0,
             seed=self.seed,
             max_tokens=self.max_tokens,
+            max_tokens_field=self.max_tokens_field,
             max_retries=0,
-            timeout=300,
         )
 
 

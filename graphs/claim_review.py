@@ -20,8 +20,9 @@ from cortex_agents.stages import KINDS
 
 BEHIND_MERGE = Topological(preset="reviewer", past_boundary="merge", upstream_of_kind="analyst")
 
-# Small local models ignore tools unless told to call one; a capable model can use "auto".
-REVIEWER_TOOLS = {"max_rounds": 1, "first": "cortex_memory_query", "empty_content": ""}
+# Small local models ignore tools unless told to call one (a capable model can use "auto"), and
+# llama.cpp's server rejects an assistant message whose content is null: send a space instead.
+REVIEWER_TOOLS = {"max_rounds": 1, "first": "cortex_memory_query", "empty_content": " "}
 
 builder = WireBuilder("claim_review")
 for name, fn in KINDS.items():

@@ -33,12 +33,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument(
+        "--max-tokens-field",
+        choices=["max_completion_tokens", "max_tokens"],
+        default="max_tokens",
+        help="request field of the cap (llama.cpp's server reads only max_tokens)",
+    )
+    parser.add_argument(
         "--scenario", action="append", choices=sorted(SCENARIOS), help="default: all"
     )
     parser.add_argument("--out", type=Path, default=ROOT / "cassettes")
     args = parser.parse_args(argv)
     settings = RecordedModel(
-        base_url=args.base_url, model=args.model, seed=args.seed, max_tokens=args.max_tokens
+        base_url=args.base_url,
+        model=args.model,
+        seed=args.seed,
+        max_tokens=args.max_tokens,
+        max_tokens_field=args.max_tokens_field,
     )
     for name in args.scenario or sorted(SCENARIOS):
         with tempfile.TemporaryDirectory() as tmp, open_saver(Path(tmp) / "record.db") as saver:

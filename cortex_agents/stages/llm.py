@@ -40,6 +40,7 @@ from cortex_agents.tools.memory_query import (
 __all__ = [
     "CHAT_MODEL",
     "ModelUnavailable",
+    "build_chat_model",
     "chat_model_from_env",
     "converse",
     "render_inputs",
@@ -58,25 +59,62 @@ class ModelUnavailable(CortexError, RuntimeError):
     code = "model_unavailable"
 
 
-def chat_model_from_env(env: Mapping[str, str] | None = None) -> BaseChatModel | None:
-    """``ChatOpenAI`` configured from ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` / ``CORTEX_MODEL``.
+def build_chat_model(
+    *,
+    model: str,
+    base_url: str | None,
+    api_key: str,
+    seed: int = 7,
+    max_tokens: int = 256,
+    max_tokens_field: str = "max_completion_tokens",
+    max_retries: int = 2,
+) -> BaseChatModel:
+    """``ChatOpenAI`` at temperature 0 with a fixed seed and an output cap.
 
-    ``None`` when neither a key nor a base URL is set. Temperature 0 and a
-    fixed seed, so a local model answers the same prompt the same way.
+    ``max_tokens_field="max_tokens"`` sends the cap in the older field, which
+    llama.cpp's server reads (it ignores ``max_completion_tokens``).
     """
     from langchain_openai import ChatOpenAI
 
+    if max_tokens_field not in ("max_completion_tokens", "max_tokens"):
+        raise InvalidArgument(
+            "max_tokens_field", "must be 'max_completion_tokens' or 'max_tokens'", max_tokens_field
+        )
+    cap: dict[str, Any] = (
+        {"max_tokens": max_tokens}
+        if max_tokens_field == "max_completion_tokens"
+        else {"extra_body": {"max_tokens": max_tokens}}
+    )
+    return ChatOpenAI(
+        model=model,
+        base_url=base_url or None,
+        api_key=api_key,
+        temperature=0,
+        seed=seed,
+        max_retries=max_retries,
+        timeout=300,
+        **cap,
+    )
+
+
+def chat_model_from_env(env: Mapping[str, str] | None = None) -> BaseChatModel | None:
+    """``ChatOpenAI`` configured from the environment; ``None`` when neither a key nor a base URL is set.
+
+    ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``CORTEX_MODEL`` (default
+    ``gpt-4o-mini``), ``CORTEX_SEED``, ``CORTEX_MAX_TOKENS`` and
+    ``CORTEX_MAX_TOKENS_FIELD`` (``max_tokens`` for llama.cpp's server).
+    """
     env = os.environ if env is None else env
     key, base_url = env.get("OPENAI_API_KEY"), env.get("OPENAI_BASE_URL")
     if not key and not base_url:
         return None
-    return ChatOpenAI(
+    return build_chat_model(
         model=env.get("CORTEX_MODEL", "gpt-4o-mini"),
-        base_url=base_url or None,
+        base_url=base_url,
         api_key=key or "sk-local",
-        temperature=0,
         seed=int(env.get("CORTEX_SEED", "7")),
         max_tokens=int(env.get("CORTEX_MAX_TOKENS", "256")),
+        max_tokens_field=env.get("CORTEX_MAX_TOKENS_FIELD", "max_completion_tokens"),
         max_retries=int(env.get("CORTEX_MAX_RETRIES", "2")),
     )
 

@@ -165,7 +165,16 @@ def make_memory_query_tool(
     an error ``ToolMessage`` naming the field; they never raise out of the tool.
     """
 
+    names = tuple(sorted(presets))
+    preset_names = Literal.__getitem__(
+        names
+    )  # the schema lists the presets: a model can only pick one
+
     class _Input(MemoryQueryArgs):
+        preset: Annotated[
+            preset_names | None,  # type: ignore[valid-type]
+            Field(description="Named query preset; default: this stage's own."),
+        ] = None
         runtime: ToolRuntime[Any, Any]
 
         model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
@@ -185,13 +194,12 @@ def make_memory_query_tool(
         except (InvalidArgument, UnknownNode) as exc:
             raise ToolException(error_content(exc.code, str(exc))) from None
 
-    names = ", ".join(sorted(presets))
     return StructuredTool.from_function(
         func=cortex_memory_query,
         name=MEMORY_QUERY_TOOL,
         description=(
             "Search the settled outputs of earlier stages of this workflow, ranked by graph influence, "
-            f"recency and text similarity. Presets: {names}. All arguments are optional."
+            f"recency and text similarity. Presets: {', '.join(names)}. All arguments are optional."
         ),
         args_schema=_Input,
         response_format="content_and_artifact",

@@ -7,6 +7,7 @@ README = Path(__file__).parents[2] / "README.md"
 
 
 def python_blocks() -> list[str]:
+    """Every ```python block (```py marks fragments that are not meant to run alone)."""
     return re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
 
 

@@ -48,6 +48,12 @@ def test_the_model_sees_seven_optional_bounded_arguments_and_no_runtime():
     assert list(params["properties"]) == ARGS
     assert params.get("required", []) == []
     assert "analyst, default, planner, reviewer" in schema["description"]
+    assert params["properties"]["preset"]["anyOf"][0]["enum"] == [
+        "analyst",
+        "default",
+        "planner",
+        "reviewer",
+    ]
     text = json.dumps(params)
     assert "runtime" not in text
     assert params["properties"]["limit"]["anyOf"][0] == {
