@@ -15,6 +15,8 @@ from cortex_agents.errors import (
     MemoryNotADirectory,
     MemoryNotFound,
     Problem,
+    ProposalInvalid,
+    RewriteUnavailable,
     ScratchMemoryError,
     StorageError,
     ThreadBusy,
@@ -43,6 +45,13 @@ from cortex_agents.memory import (
     query_vectorised,
     token_jaccard,
     walk_candidates,
+)
+from cortex_agents.rewrite import (
+    LocalNode,
+    RewritePolicy,
+    RewriteProposal,
+    SubgraphSpec,
+    admit,
 )
 from cortex_agents.snapshot_file import (
     SnapshotDocument,
@@ -76,6 +85,8 @@ __all__ = [
     "MemoryNotADirectory",
     "MemoryNotFound",
     "Problem",
+    "ProposalInvalid",
+    "RewriteUnavailable",
     "ScratchMemoryError",
     "StorageError",
     "ThreadBusy",
@@ -111,6 +122,12 @@ __all__ = [
     "query_vectorised",
     "token_jaccard",
     "walk_candidates",
+    # rewrites
+    "LocalNode",
+    "RewritePolicy",
+    "RewriteProposal",
+    "SubgraphSpec",
+    "admit",
     # snapshot files
     "SnapshotDocument",
     "dump_snapshot",

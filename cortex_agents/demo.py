@@ -11,9 +11,10 @@ to a recorded one, and runs with the network blocked.
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -21,7 +22,15 @@ from typing import Any, Final, Literal
 from cortex_agents.bundled import bundled_path
 from cortex_agents.errors import InvalidArgument
 from cortex_agents.persistence.saver import CortexSaver
-from cortex_agents.runtime import LogicalClock, Progress, RunResult, Runtime, load_wire
+from cortex_agents.runtime import (
+    LogicalClock,
+    Progress,
+    RewriteBudget,
+    RunResult,
+    Runtime,
+    Wire,
+    load_wire,
+)
 from cortex_agents.stages.llm import CHAT_MODEL, build_chat_model
 from cortex_agents.testing import record, replay
 from cortex_agents.timestamps import format_timestamp, parse_timestamp
@@ -47,6 +56,11 @@ class Scenario:
         thread: The thread id it runs on.
         clock_start: The logical clock's start (ISO 8601).
         description: One line for humans.
+        stage_config: Config laid over the wire's, per stage id.
+        budget: Rewrite budget dimensions laid over the wire's.
+        expect: The rewrite outcomes the recording must show, in order:
+            ``admitted`` or a rejection code (a live model decides what it
+            proposes; a recording that misses its point is not kept).
     """
 
     name: str
@@ -55,17 +69,63 @@ class Scenario:
     thread: str
     clock_start: str
     description: str = ""
+    stage_config: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    budget: Mapping[str, int] = field(default_factory=dict)
+    expect: tuple[str, ...] = ()
 
+    def outcomes(self, result: RunResult) -> tuple[str, ...]:
+        """The rewrite outcomes of a run: ``admitted`` or the rejection code, in order."""
+        return tuple(f.code or f.decision for f in result.state.rewrites)
+
+    def load_wire(self) -> Wire:
+        """The scenario's wire: the shipped file with its overrides applied."""
+        wire = load_wire(bundled_path("graphs", self.wire))
+        if not self.stage_config and not self.budget:
+            return wire
+        unknown = sorted(set(self.stage_config) - {s.id for s in wire.stages})
+        if unknown:
+            raise InvalidArgument("stage_config", f"names no stage of {wire.name!r}", unknown)
+        stages = tuple(
+            dataclasses.replace(s, config={**s.config, **self.stage_config.get(s.id, {})})
+            for s in wire.stages
+        )
+        budget = RewriteBudget(**{**wire.budget.as_dict(), **self.budget})
+        return dataclasses.replace(wire, stages=stages, budget=budget)
+
+
+_CLAIM_REVIEW: Final = Scenario(
+    name="claim_review",
+    wire="claim_review.py",
+    input={"claim": "Remote work raises software developer productivity."},
+    thread="demo",
+    clock_start="2026-01-01T09:00:00Z",
+    description="planner -> three analysts -> merge -> reviewer (topological) -> rewriter",
+)
 
 SCENARIOS: Final[dict[str, Scenario]] = {
-    "claim_review": Scenario(
-        name="claim_review",
-        wire="claim_review.py",
-        input={"claim": "Remote work raises software developer productivity."},
-        thread="demo",
-        clock_start="2026-01-01T09:00:00Z",
-        description="planner -> three analysts -> merge -> reviewer (topological) -> rewriter",
-    ),
+    s.name: s
+    for s in (
+        _CLAIM_REVIEW,
+        dataclasses.replace(
+            _CLAIM_REVIEW,
+            name="claim_review_repair",
+            thread="repair",
+            description="the rewriter proposes a repair branch and the runtime admits it; "
+            "the branch runs",
+            stage_config={"rewriter": {"repair": "always"}},
+            expect=("admitted",),
+        ),
+        dataclasses.replace(
+            _CLAIM_REVIEW,
+            name="claim_review_over_budget",
+            thread="over-budget",
+            description="the run's budget grants no new node: the rewriter's repair branch "
+            "is rejected",
+            stage_config={"rewriter": {"repair": "always"}},
+            budget={"nodes": 0},
+            expect=("rewrite_budget_exceeded",),
+        ),
+    )
 }
 
 
@@ -125,7 +185,7 @@ def recorded_model(scenario: Scenario, folder: Path | None = None) -> RecordedMo
 
 
 def _runtime(scenario: Scenario, saver: CortexSaver, chat_model: Any) -> Runtime:
-    wire = load_wire(bundled_path("graphs", scenario.wire))
+    wire = scenario.load_wire()
     clock = LogicalClock(parse_timestamp(scenario.clock_start, "clock_start"))
     return Runtime(wire, saver, clock=clock, services={CHAT_MODEL: chat_model})
 

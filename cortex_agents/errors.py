@@ -14,6 +14,8 @@ working for callers who do not know this tree::
     ├── ThreadBusy(RuntimeError)         another writer is advancing the thread (.thread_id)
     ├── InvalidWire(ValueError)          a wire (workflow) breaks a rule (.problems)
     ├── RunFailed(RuntimeError)          a stage failed and the wire says to stop (.failures)
+    ├── ProposalInvalid(ValueError)      a rewrite proposal's shape breaks a rule (.check, .message)
+    ├── RewriteUnavailable(RuntimeError) a stage without rewrite capability tried to propose (.stage_id)
     ├── StorageError(RuntimeError)       storage refused an operation (.code: integrity, schema_too_new, ...)
     └── ScratchMemoryError               a scratch-memory operation was refused (.code, .path)
         ├── InvalidMemoryPath(ValueError)      the path breaks a path rule (.rule)
@@ -43,6 +45,8 @@ __all__ = [
     "MemoryNotADirectory",
     "MemoryNotFound",
     "Problem",
+    "ProposalInvalid",
+    "RewriteUnavailable",
     "RunFailed",
     "ScratchMemoryError",
     "StorageError",
@@ -226,6 +230,39 @@ class RunFailed(CortexError, RuntimeError):
         self.failures = tuple(failures)
         detail = "; ".join(f"{stage!r}: {error}" for stage, error in self.failures)
         super().__init__(f"run {thread_id!r} stopped: stage failed — {detail}")
+
+
+class ProposalInvalid(CortexError, ValueError):
+    """A rewrite proposal is malformed; admission rejects it as ``invalid_rewrite``.
+
+    Attributes:
+        check: The failing check, as a field path (``spec.nodes[1].id``).
+        message: The rule, in words.
+    """
+
+    code = "invalid_rewrite"
+
+    def __init__(self, check: str, message: str) -> None:
+        self.check = check
+        self.message = message
+        super().__init__(f"{check}: {message}")
+
+
+class RewriteUnavailable(CortexError, RuntimeError):
+    """A stage whose wire declaration gives it no rewrite capability tried to propose one.
+
+    Attributes:
+        stage_id: The stage.
+    """
+
+    code = "rewrite_unavailable"
+
+    def __init__(self, stage_id: str) -> None:
+        self.stage_id = stage_id
+        super().__init__(
+            f"stage {stage_id!r} cannot propose rewrites: declare it with "
+            "rewrite=RewritePolicy(...) in its wire (only stages run by a Runtime can)"
+        )
 
 
 class StorageError(CortexError, RuntimeError):

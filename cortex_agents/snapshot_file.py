@@ -108,6 +108,8 @@ class _Rewrite(_Strict):
     budget_before: dict[str, int] = {}
     budget_after: dict[str, int] = {}
     diff: dict[str, JsonValue] = {}
+    check: str | None = None
+    key: str | None = None
 
 
 _NODE: Final = TypeAdapter(_Node)
@@ -430,6 +432,8 @@ def _rewrite_json(fact: RewriteFact) -> dict[str, Any]:
         "budget_before": dict(fact.budget_before),
         "budget_after": dict(fact.budget_after),
         "diff": dict(fact.diff),
+        **({"check": fact.check} if fact.check is not None else {}),
+        **({"key": fact.key} if fact.key is not None else {}),
     }
 
 

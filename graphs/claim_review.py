@@ -8,6 +8,11 @@ walks past the merge to the analysts (``past_boundary="merge"``,
 ``upstream_of_kind="analyst"``), and the reviewer's model may also call
 ``cortex_memory_query``.
 
+The rewriter may change the rest of the run: when the review found a gap it
+is offered ``propose_rewrite`` and can append a repair branch after itself —
+say a follow-up analyst and a re-review — which the runtime admits or rejects
+against the run's rewrite budget. Admitted nodes run in the same thread.
+
     cortex-agents run graphs/claim_review.py --input '{"claim": "..."}'   # live, needs a model
     cortex-agents demo                                                     # recorded, offline
 """
@@ -15,6 +20,7 @@ walks past the merge to the analysts (``past_boundary="merge"``,
 from __future__ import annotations
 
 from cortex_agents.memory import Topological
+from cortex_agents.rewrite import RewritePolicy
 from cortex_agents.runtime import WireBuilder
 from cortex_agents.stages import KINDS
 
@@ -23,6 +29,8 @@ BEHIND_MERGE = Topological(preset="reviewer", past_boundary="merge", upstream_of
 # Small local models ignore tools unless told to call one (a capable model can use "auto"), and
 # llama.cpp's server rejects an assistant message whose content is null: send a space instead.
 REVIEWER_TOOLS = {"max_rounds": 1, "first": "cortex_memory_query", "empty_content": " "}
+# The rewriter's tool turn, when it repairs: propose, read the decision, then answer.
+REWRITER_TOOLS = {"max_rounds": 1, "first": "propose_rewrite", "empty_content": " "}
 
 builder = WireBuilder("claim_review")
 for name, fn in KINDS.items():
@@ -45,7 +53,8 @@ wire = (
         "rewriter",
         after=["reviewer"],
         memory=BEHIND_MERGE,
-        config={"tools": {"max_rounds": 0}},
+        config={"tools": REWRITER_TOOLS, "repair": "on_gap"},
+        rewrite=RewritePolicy(forms=("append_after",), attempts=2),
     )
     .build()
 )

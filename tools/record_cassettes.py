@@ -50,18 +50,28 @@ def main(argv: list[str] | None = None) -> int:
         max_tokens=args.max_tokens,
         max_tokens_field=args.max_tokens_field,
     )
+    missed = []
     for name in args.scenario or sorted(SCENARIOS):
+        scenario = SCENARIOS[name]
         with tempfile.TemporaryDirectory() as tmp, open_saver(Path(tmp) / "record.db") as saver:
             result = record_scenario(
-                SCENARIOS[name],
+                scenario,
                 saver,
                 settings,
                 folder=args.out,
                 api_key=os.environ.get("OPENAI_API_KEY", "sk-local"),
             )
         statuses = {n.id: n.status for n in result.state.nodes.values()}
-        print(f"{name}: {statuses}")
-    return 0
+        outcomes = scenario.outcomes(result)
+        print(f"{name}: {statuses}; rewrites: {list(outcomes)}")
+        if outcomes != scenario.expect:
+            missed.append(name)
+            print(
+                f"  {name}: expected rewrite outcomes {list(scenario.expect)}, got {list(outcomes)}; "
+                "the model decided otherwise this time: record it again",
+                file=sys.stderr,
+            )
+    return 1 if missed else 0
 
 
 if __name__ == "__main__":

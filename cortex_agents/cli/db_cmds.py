@@ -140,16 +140,36 @@ def inspect(
         "edges: " + (", ".join(f"{e['source']} -> {e['target']}" for e in data["edges"]) or "none")
     )
     if data["rewrites"]:
-        rewrites = Table(title="rewrites", title_justify="left")
-        for column in ("id", "proposer", "decision", "code", "budget before", "budget after"):
-            rewrites.add_column(column)
-        for r in data["rewrites"]:
-            rewrites.add_row(
-                str(r["rewrite_id"]),
-                r["proposer"],
-                r["decision"],
-                r["code"] or "",
-                json.dumps(r["budget_before"]),
-                json.dumps(r["budget_after"]),
+        rewrite_history(data)
+
+
+def rewrite_history(data: dict) -> None:
+    """One block per proposal: decision, proposer and form, outcome, cost, budget before -> after."""
+    budget = data["budget"]
+    stdout.print(
+        "rewrite history" + (f" (run budget {_dims(budget)})" if budget else ""), markup=False
+    )
+    for i, r in enumerate(data["rewrites"], 1):
+        if r["decision"] == "admitted":
+            head = f"admitted as rewrite {r['rewrite_id']}" + (
+                "" if r["applied"] else " (not yet applied)"
             )
-        stdout.print(rewrites)
+            detail = "new nodes: " + ", ".join(r["new_nodes"])
+            if r["retired"]:
+                detail += f"; retired: {', '.join(r['retired'])}"
+        else:
+            head = f"rejected: {r['code']} ({r['check']})"
+            detail = r["reason"] or ""
+        stdout.print(f"#{i:<3} {head} · by {r['proposer']} · {r['operation']}", markup=False)
+        stdout.print(f"     {detail}", markup=False)
+        after = _dims(r["budget_after"]) if r["decision"] == "admitted" else "unchanged"
+        stdout.print(
+            f"     cost {_dims(r['cost']) or '-'} · budget {_dims(r['budget_before'])} -> {after}",
+            markup=False,
+        )
+
+
+def _dims(values: dict[str, int] | None) -> str:
+    """A budget or cost, compactly: ``nodes 14 · edges 30 · ...``."""
+    short = {"nodes": "n", "edges": "e", "depth": "d", "breadth": "b", "operations": "ops"}
+    return " ".join(f"{short.get(k, k)}={v}" for k, v in (values or {}).items())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Annotated, Any
 
@@ -10,9 +11,10 @@ from rich.panel import Panel
 from rich.table import Table
 
 from cortex_agents.cli.app import app, fail_cleanly, stdout
-from cortex_agents.cli.db_cmds import open_database
+from cortex_agents.cli.db_cmds import open_database, rewrite_history
 from cortex_agents.cli.run_cmd import _Printer, _summary
 from cortex_agents.demo import SCENARIOS, run_recorded
+from cortex_agents.persistence.inspection import describe_thread
 from cortex_agents.runtime import RunResult
 from cortex_agents.substrate import ToolCallMade
 
@@ -27,9 +29,10 @@ def _tool_calls(result: RunResult) -> None:
         outcome: Any = event.result or {}
         title = f"{event.node_id} called {event.tool}({arguments})"
         if outcome.get("status") != "success" or "matches" not in outcome:
-            stdout.print(
-                Panel(str(outcome.get("content", outcome)), title=title, title_align="left")
-            )
+            content = str(outcome.get("content", outcome))
+            with contextlib.suppress(ValueError):  # tool answers are JSON: show them readably
+                content = json.dumps(json.loads(content), indent=1, ensure_ascii=False)
+            stdout.print(Panel(content, title=title, title_align="left"))
             continue
         table = Table(title=title, title_justify="left")
         for column in (
@@ -102,9 +105,12 @@ def demo(
         )
         with open_database(db, create=True) as saver:
             result = run_recorded(chosen, saver, thread=thread_id, on_progress=_Printer())
+            described = describe_thread(saver, thread_id)
     _tool_calls(result)
     _summary(result.state.nodes.values())
     _report(result)
+    if described["rewrites"]:
+        rewrite_history(described)
     stdout.print(
         f"written to {db}, thread {thread_id}. Next: cortex-agents inspect {db} --thread {thread_id}  |  "
         f"cortex-agents export {db} --thread {thread_id} --as-seen-by reviewer -o seen.json"

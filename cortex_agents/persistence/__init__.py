@@ -13,7 +13,12 @@ from cortex_agents.persistence.backends import (
     memory_saver,
     open_saver,
 )
-from cortex_agents.persistence.inspection import ThreadSummary, describe_thread, list_threads
+from cortex_agents.persistence.inspection import (
+    ThreadSummary,
+    describe_thread,
+    list_threads,
+    thread_log,
+)
 from cortex_agents.persistence.locks import FileLocks, PostgresLocks, ProcessLocks, ThreadLocks
 from cortex_agents.persistence.memory import InMemorySubstrateStore
 from cortex_agents.persistence.saver import DEFAULT_CHANNEL, CortexSaver
@@ -61,4 +66,5 @@ __all__ = [
     "open_view",
     "sqlite_connect",
     "thread_config",
+    "thread_log",
 ]

@@ -9,9 +9,10 @@ from typing import Any
 from cortex_agents.persistence.saver import CortexSaver
 from cortex_agents.persistence.transfer import UnknownThread, latest_time, thread_config
 from cortex_agents.substrate.log import SubstrateLog
+from cortex_agents.substrate.records import RewriteFact
 from cortex_agents.timestamps import format_timestamp
 
-__all__ = ["ThreadSummary", "describe_thread", "list_threads"]
+__all__ = ["ThreadSummary", "describe_thread", "list_threads", "thread_log"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +50,12 @@ class ThreadSummary:
         }
 
 
-def _latest(saver: CortexSaver, thread_id: str) -> SubstrateLog:
+def thread_log(saver: CortexSaver, thread_id: str) -> SubstrateLog:
+    """A thread's substrate as of its latest checkpoint.
+
+    Raises:
+        UnknownThread: the thread has no checkpoint with a substrate.
+    """
     log = saver.substrate(thread_config(thread_id))
     if log is None:
         raise UnknownThread(thread_id)
@@ -86,7 +92,7 @@ def describe_thread(saver: CortexSaver, thread_id: str) -> dict[str, Any]:
     Raises:
         UnknownThread: the thread has no checkpoint with a substrate.
     """
-    log = _latest(saver, thread_id)
+    log = thread_log(saver, thread_id)
     state = log.state
     return {
         "summary": _summary(thread_id, log).to_dict(),
@@ -109,11 +115,27 @@ def describe_thread(saver: CortexSaver, thread_id: str) -> dict[str, Any]:
                 "proposer": r.proposer,
                 "decision": r.decision,
                 "code": r.code,
+                "check": r.check,
                 "reason": r.reason,
+                "operation": _operation(r),
+                "new_nodes": [n["id"] for n in r.diff.get("nodes", ())],
+                "retired": list(r.diff.get("retired", ())),
+                "applied": r.rewrite_id is not None and r.rewrite_id <= state.watermark,
                 "cost": dict(r.cost),
                 "budget_before": dict(r.budget_before),
                 "budget_after": dict(r.budget_after),
+                "key": r.key,
             }
             for r in state.rewrites
         ],
+        "budget": dict(state.budget) if state.budget is not None else None,
+        "watermark": state.watermark,
     }
+
+
+def _operation(fact: RewriteFact) -> str:
+    """``op(anchor[, mode])`` of a proposal, as far as it can be read."""
+    proposal = fact.proposal if isinstance(fact.proposal, dict) else {}
+    op, anchor = proposal.get("op", "?"), proposal.get("anchor", "?")
+    mode = proposal.get("mode")
+    return f"{op}({anchor}{', ' + str(mode) if mode else ''})"

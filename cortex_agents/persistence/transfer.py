@@ -31,8 +31,10 @@ from cortex_agents.snapshot_file import SnapshotDocument
 from cortex_agents.substrate.events import (
     EdgeAdded,
     Event,
+    NodeRetired,
     NodeScheduled,
     RewriteAdmitted,
+    RewriteApplied,
     RewriteRejected,
     StageCompleted,
     StageFailed,
@@ -98,6 +100,8 @@ def _lifecycle(node: NodeRecord) -> list[Event]:
     if node.status == "pending":
         return []
     at = node.captured_at
+    if node.status == "retired":  # never ran; taken out by a rewrite
+        return [NodeRetired(node_id=node.id, at=at)]
     attempts = max(node.attempts, 1)
     events: list[Event] = []
     for _ in range(attempts - 1):  # earlier attempts failed (their messages are not kept)
@@ -139,9 +143,15 @@ def document_events(document: SnapshotDocument) -> list[Event]:
     lifecycles = [(event, i) for i, node in enumerate(ordered) for event in _lifecycle(node)]
     # time order; one node's own events keep their order (the sort is stable)
     events += [event for event, _ in sorted(lifecycles, key=lambda pair: (pair[0].at, pair[1]))]
-    for fact in document.rewrites:
-        cls = RewriteAdmitted if fact.decision == "admitted" else RewriteRejected
-        events.append(cls(fact=fact, at=by_id[fact.proposer].captured_at))
+    for fact in document.rewrites:  # the file's graph is already materialized: applied at once
+        at = by_id[fact.proposer].captured_at
+        if fact.decision == "admitted":
+            events += [
+                RewriteAdmitted(fact=fact, at=at),
+                RewriteApplied(rewrite_id=fact.rewrite_id, at=at),  # type: ignore[arg-type]
+            ]
+        else:
+            events.append(RewriteRejected(fact=fact, at=at))
     return events
 
 

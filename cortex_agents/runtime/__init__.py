@@ -4,6 +4,7 @@ from cortex_agents.runtime.clock import Clock, LogicalClock, TickingClock, utc_c
 from cortex_agents.runtime.context import StageContext
 from cortex_agents.runtime.embed import stage_node
 from cortex_agents.runtime.graph import RunState, build_graph
+from cortex_agents.runtime.rewrites import RewriteSession
 from cortex_agents.runtime.run import Progress, RunResult, Runtime
 from cortex_agents.runtime.wire import RewriteBudget, StageKind, StageSpec, Wire, WireBuilder
 from cortex_agents.runtime.wire_file import load_wire
@@ -13,6 +14,7 @@ __all__ = [
     "LogicalClock",
     "Progress",
     "RewriteBudget",
+    "RewriteSession",
     "RunResult",
     "RunState",
     "Runtime",

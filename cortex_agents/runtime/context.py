@@ -7,12 +7,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from cortex_agents.errors import RewriteUnavailable
 from cortex_agents.memory.handle import MemoryHandle
 from cortex_agents.memory.match import Match
 from cortex_agents.memory.strategy import MemoryStrategy
 from cortex_agents.runtime.clock import Clock
+from cortex_agents.runtime.rewrites import RewriteSession
 from cortex_agents.substrate.events import Event
-from cortex_agents.substrate.records import NodeId
+from cortex_agents.substrate.records import NodeId, RewriteFact
 
 __all__ = ["StageContext"]
 
@@ -40,8 +42,11 @@ class StageContext:
         clock: The runtime's clock.
         extras: Services the runtime was given (e.g. ``chat_model``), shared by all stages.
         scratch: The stage's scratch memory, when the wire gives it one.
-        journal: Events the stage records while it runs (its tool calls); the
-            wrapper writes them between ``stage_started`` and the outcome.
+        rewrites: Its rewrite session, when its wire declaration makes it
+            rewrite-capable (see :meth:`propose_rewrite`).
+        journal: Events the stage records while it runs (its tool calls, its
+            rewrite decisions); the wrapper writes them between
+            ``stage_started`` and the outcome.
     """
 
     stage_id: NodeId
@@ -56,11 +61,25 @@ class StageContext:
     clock: Clock
     extras: Mapping[str, Any] = field(default_factory=dict)
     scratch: Any = None
+    rewrites: RewriteSession | None = None
     journal: list[Event] = field(default_factory=list)
 
     def record(self, event: Event) -> None:
         """Journal an event of this stage (written when the stage ends, in order)."""
         self.journal.append(event)
+
+    def propose_rewrite(self, proposal: Any, *, call_id: str | None = None) -> RewriteFact:
+        """Propose a rewrite of the not-yet-run graph; the runtime decides.
+
+        Returns the decision (check ``.decision``); a rejection is a value,
+        not an exception. Admitted nodes run in this thread after this stage.
+
+        Raises:
+            RewriteUnavailable: the stage is not rewrite-capable.
+        """
+        if self.rewrites is None:
+            raise RewriteUnavailable(self.stage_id)
+        return self.rewrites.propose(proposal, call_id=call_id)
 
     def recall(self) -> tuple[Match, ...]:
         """The stage's own memory query, as its declared strategy resolves it (classic: none)."""

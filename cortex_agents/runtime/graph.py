@@ -5,11 +5,19 @@
     START -> scheduler -(Send per ready stage)-> <kind nodes> -> scheduler -> ... -> END
 
 The scheduler folds the substrate, puts the wire's stages into it on the
-first pass, finds the ready stages and sends each to its kind's node with
-the frontier's length; all ready stages run in parallel as tasks of one
-superstep, and their events are merged into the substrate when it ends. A
-stage's memory snapshot is the substrate as of that frontier: siblings
-settling in the same superstep are never in it.
+first pass, materializes admitted rewrites beyond the watermark, finds the
+ready stages and sends each to its kind's node with the frontier's length;
+the ready stages run in parallel as tasks of one superstep, and their events
+are merged into the substrate when it ends. A stage's memory snapshot is the
+substrate as of that frontier: siblings settling in the same superstep are
+never in it.
+
+Rewrite-capable stages are the exception to "all in parallel": they run one
+per superstep, in the order they became ready (then by id), so proposals of
+one frontier are admitted one at a time, deterministically, each against the
+budget and graph its predecessors left. A deferred stage keeps the memory
+snapshot of the frontier where it became ready; only its admission sees
+the later graph.
 """
 
 from __future__ import annotations
@@ -26,9 +34,11 @@ from langgraph.types import Send
 
 from cortex_agents.errors import StorageError
 from cortex_agents.persistence.saver import CortexSaver
+from cortex_agents.rewrite.materialize import pending_materialization
 from cortex_agents.runtime.clock import Clock
 from cortex_agents.runtime.context import StageContext
-from cortex_agents.runtime.scheduler import next_frontier, wire_events
+from cortex_agents.runtime.rewrites import RewriteSession
+from cortex_agents.runtime.scheduler import is_ready, next_frontier, wire_events
 from cortex_agents.runtime.stage import aexecute_stage, bind_context, execute_stage
 from cortex_agents.runtime.wire import StageKind, Wire
 from cortex_agents.substrate.events import event_to_dict
@@ -49,14 +59,17 @@ class RunState(TypedDict, total=False):
         scanned: The substrate length at the scheduler's last pass (``None``:
             scan everything, as a new invocation does).
         retry: Whether the next full pass retries failed stages.
-        frontier: The stages the last pass found ready.
+        frontier: The stages the last pass sends, each ``{"stage", "frontier",
+            "tag", "position"}`` (the frontier its memory snapshot is bound to).
+        waiting: Ready rewrite-capable stages queued to run one at a time.
     """
 
     substrate: Annotated[SubstrateLog, append_events]
     input: Any
     scanned: int | None
     retry: bool
-    frontier: list[str]
+    frontier: list[dict[str, Any]]
+    waiting: list[dict[str, Any]]
 
 
 def frontier_tag(log: SubstrateLog) -> str:
@@ -102,38 +115,76 @@ def build_graph(
     """
     services = dict(services or {})
     frontiers = _Frontiers()
+    vocabulary = wire.vocabulary()
+
+    def capable(state: Any, stage: NodeId) -> bool:
+        return wire.spec_for(stage, state.nodes[stage].kind).rewrite is not None
 
     def scheduler(state: RunState) -> dict[str, Any]:
         log = state.get("substrate") or SubstrateLog()
         scanned = state.get("scanned")
         events = wire_events(wire, log.state, clock()) if scanned is None else []
-        now = log.appended(events)
+        staged = log.appended(events)
+        materialized = (  # admitted in the last superstep, or before a crash
+            pending_materialization(staged.state, clock())
+            if staged.state.unapplied_rewrites
+            else []
+        )
+        now = staged.appended(materialized)
+        events += materialized
         frontier = next_frontier(now, since=scanned, retry_failed=state.get("retry", False))
-        ready = [] if frontier.failed and wire.on_failure == "stop" else list(frontier.ready)
+        current = {"frontier": len(now), "tag": frontier_tag(now)}
+        graph = now.state
+        retry = state.get("retry", False)
+        waiting = [
+            w
+            for w in state.get("waiting") or []
+            if is_ready(graph, NodeId(w["stage"]), retry=retry)
+        ]
+        queued = {w["stage"] for w in waiting}
+        sends = []
+        for position, stage in enumerate(frontier.ready):
+            entry = {"stage": stage, "position": position, **current}
+            if not capable(graph, stage):
+                sends.append(entry)
+            elif stage not in queued:
+                waiting.append(entry)
+                queued.add(stage)
+        if frontier.failed and wire.on_failure == "stop":
+            sends = []
+        elif waiting:  # one rewrite-capable stage per superstep, in the order they became ready
+            sends.append(waiting.pop(0))
         return {
             "substrate": [event_to_dict(e) for e in events],
             "scanned": len(now),
             "retry": False,
-            "frontier": ready,
+            "frontier": sends,
+            "waiting": waiting,
         }
 
     def route(state: RunState, config: RunnableConfig) -> list[Send] | str:
-        ready = state.get("frontier") or []
-        if not ready:
+        sends = state.get("frontier") or []
+        if not sends:
             return END
         log = state["substrate"]
-        key = (config["configurable"]["thread_id"], len(log), frontier_tag(log))
-        frontiers.put(key, log)
-        nodes = log.state.nodes
-        payload = {"frontier": len(log), "tag": key[2], "input": state.get("input")}
-        return [
-            Send(nodes[NodeId(stage)].kind, {"stage": stage, "position": i, **payload})
-            for i, stage in enumerate(ready)
-        ]
-
-    def frontier_log(payload: dict[str, Any], config: RunnableConfig) -> SubstrateLog:
         thread_id = config["configurable"]["thread_id"]
-        key = (thread_id, payload["frontier"], payload["tag"])
+        graph = [len(log), frontier_tag(log)]
+        frontiers.put((thread_id, *graph), log)  # type: ignore[arg-type]
+        nodes = log.state.nodes
+        out = []
+        for entry in sends:
+            if entry["frontier"] != len(log):  # a deferred stage: its snapshot is a prefix
+                prefix = log.prefix(entry["frontier"])
+                if frontier_tag(prefix) == entry["tag"]:
+                    frontiers.put((thread_id, entry["frontier"], entry["tag"]), prefix)
+            stage = NodeId(entry["stage"])
+            payload = {**entry, "graph": graph, "input": state.get("input")}
+            out.append(Send(nodes[stage].kind, payload))
+        return out
+
+    def frontier_log(stage: str, length: int, tag: str, config: RunnableConfig) -> SubstrateLog:
+        thread_id = config["configurable"]["thread_id"]
+        key = (thread_id, length, tag)
         log = frontiers.get(key)
         if log is None:  # a task resumed in another process: read the checkpoint it started from
             checkpoint_id = config["configurable"].get("checkpoint_map", {}).get("")
@@ -151,9 +202,7 @@ def build_graph(
                 or len(stored) < key[1]
                 or frontier_tag(stored.prefix(key[1])) != key[2]
             ):
-                raise StorageError(
-                    "integrity", f"cannot rebuild the frontier of stage {payload['stage']!r}"
-                )
+                raise StorageError("integrity", f"cannot rebuild the frontier of stage {stage!r}")
             log = stored.prefix(key[1])
             frontiers.put(key, log)
         return log
@@ -161,25 +210,45 @@ def build_graph(
     def stage_node(kind: StageKind) -> RunnableLambda:
         def context(payload: dict[str, Any], config: RunnableConfig) -> StageContext:
             stage_id = NodeId(payload["stage"])
-            spec = next((s for s in wire.stages if s.id == stage_id), None)
+            seen = frontier_log(stage_id, payload["frontier"], payload["tag"], config)
+            spec = wire.spec_for(stage_id, seen.state.node(stage_id).kind)
             per_stage = getattr(clock, "for_stage", None)
             stage_clock = (
                 per_stage(payload["frontier"], payload.get("position", 0)) if per_stage else clock
             )
             thread_id = config["configurable"]["thread_id"]
             memory = None
-            if spec is not None and spec.scratch is not None:
+            if spec.scratch is not None:
                 memory = scratch.bind(stage_id, scope=spec.scratch, thread_id=thread_id)
+            session = None
+            if spec.rewrite is not None:
+                length, tag = payload.get("graph") or (payload["frontier"], payload["tag"])
+                graph = frontier_log(stage_id, length, tag, config).state
+                policy = spec.rewrite
+
+                def session(record: Any) -> RewriteSession:
+                    return RewriteSession(
+                        proposer=stage_id,
+                        state=graph,
+                        policy=policy,
+                        vocabulary=vocabulary,
+                        granted=graph.budget or wire.budget.as_dict(),
+                        attempt=graph.node(stage_id).attempts + 1,
+                        clock=stage_clock,
+                        record=record,
+                    )
+
             return bind_context(
-                frontier_log(payload, config),
+                seen,
                 stage_id,
                 thread_id=thread_id,
                 run_input=payload.get("input"),
                 clock=stage_clock,
-                strategy=spec.memory if spec is not None else None,
+                strategy=spec.memory,
                 presets=wire.presets,
                 extras=services,
                 scratch=memory,
+                rewrites=session,
             )
 
         def run(payload: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:

@@ -69,8 +69,8 @@ class RunResult:
 
     @property
     def complete(self) -> bool:
-        """Whether every stage completed."""
-        return all(n.settled for n in self.state.nodes.values())
+        """Whether every stage completed (nodes a rewrite retired do not count)."""
+        return all(n.settled or n.status == "retired" for n in self.state.nodes.values())
 
 
 class Runtime:

@@ -19,8 +19,10 @@ from datetime import datetime
 from cortex_agents.runtime.wire import Wire
 from cortex_agents.substrate.events import (
     EdgeAdded,
+    EdgeRemoved,
     Event,
     NodeScheduled,
+    RewriteBudgetSet,
     StageCompleted,
     StageFailed,
 )
@@ -28,12 +30,15 @@ from cortex_agents.substrate.log import SubstrateLog
 from cortex_agents.substrate.records import NodeId
 from cortex_agents.substrate.state import GraphState
 
-__all__ = ["Frontier", "next_frontier", "wire_events"]
+__all__ = ["Frontier", "is_ready", "next_frontier", "wire_events"]
 
 
 def wire_events(wire: Wire, state: GraphState, at: datetime) -> list[Event]:
-    """Events that put the wire's stages and edges into the substrate (those not there yet)."""
+    """Events that put the wire's stages and edges into the substrate (those not there yet),
+    and — when the wire has rewrite-capable stages — fix the run's rewrite budget."""
     events: list[Event] = []
+    if wire.rewrites and state.budget is None:
+        events.append(RewriteBudgetSet(budget=wire.budget.as_dict(), at=at))
     for stage_id in wire.order():
         if stage_id not in state.nodes:
             spec = wire.stage(stage_id)
@@ -47,8 +52,15 @@ def wire_events(wire: Wire, state: GraphState, at: datetime) -> list[Event]:
                 )
             )
     present = {(e.source, e.target) for e in state.edges} if len(state.edges) else set()
+    # admitted rewrites own the topology they changed: never put back what they took out
+    present |= {
+        (source, target)
+        for fact in state.admitted_rewrites
+        for source, target in fact.diff.get("edges_removed", ())
+    }
+    retired = {n for fact in state.admitted_rewrites for n in fact.diff.get("retired", ())}
     for source, target in sorted(wire.edges, key=_edge_key(wire)):
-        if (source, target) not in present:
+        if (source, target) not in present and source not in retired and target not in retired:
             events.append(EdgeAdded(source=NodeId(source), target=NodeId(target), at=at))
     return events
 
@@ -72,7 +84,8 @@ class Frontier:
     failed: tuple[NodeId, ...]
 
 
-def _is_ready(state: GraphState, node_id: NodeId, *, retry: bool) -> bool:
+def is_ready(state: GraphState, node_id: NodeId, *, retry: bool) -> bool:
+    """Whether a node may run now: pending (or failed, when retrying), every predecessor completed."""
     node = state.nodes[node_id]
     allowed = ("pending", "failed") if retry else ("pending",)
     if node.status not in allowed:
@@ -98,11 +111,11 @@ def next_frontier(log: SubstrateLog, *, since: int | None, retry_failed: bool = 
         for event in log.since(since):
             if isinstance(event, StageCompleted):
                 touched.update(dict.fromkeys(state.successors(event.node_id)))
-            elif isinstance(event, NodeScheduled | EdgeAdded):
+            elif isinstance(event, NodeScheduled | EdgeAdded | EdgeRemoved):
                 touched[event.node_id if isinstance(event, NodeScheduled) else event.target] = None
             elif isinstance(event, StageFailed):
                 failed.append(event.node_id)
         candidates = touched
-    ready = sorted(n for n in candidates if _is_ready(state, n, retry=retry_failed))
+    ready = sorted(n for n in candidates if is_ready(state, n, retry=retry_failed))
     still_failed = [] if retry_failed else sorted(set(failed))
     return Frontier(ready=tuple(ready), failed=tuple(still_failed))

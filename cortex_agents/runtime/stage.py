@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+from collections.abc import Callable
 from typing import Any
 
 from pydantic_core import PydanticSerializationError, to_jsonable_python
@@ -24,6 +25,7 @@ from cortex_agents.memory.snapshot import MemorySnapshot
 from cortex_agents.memory.strategy import Classic, MemoryStrategy
 from cortex_agents.runtime.clock import Clock
 from cortex_agents.runtime.context import StageContext
+from cortex_agents.runtime.rewrites import RewriteSession
 from cortex_agents.runtime.wire import StageFunction
 from cortex_agents.substrate.events import Event, StageCompleted, StageFailed, StageStarted
 from cortex_agents.substrate.log import SubstrateLog
@@ -57,13 +59,19 @@ def bind_context(
     presets: PresetRegistry = BUILTIN_PRESETS,
     extras: dict[str, Any] | None = None,
     scratch: Any = None,
+    rewrites: Callable[[Callable[[Event], None]], RewriteSession] | None = None,
 ) -> StageContext:
-    """The stage's context at entry: inputs and memory from the frontier, read now, once."""
+    """The stage's context at entry: inputs and memory from the frontier, read now, once.
+
+    ``rewrites``, for a rewrite-capable stage, builds its rewrite session
+    given the function that journals a decision.
+    """
     state = frontier.state
     node = state.node(stage_id)
     strategy = strategy if strategy is not None else Classic()
     entry_time = clock()
     snapshot = MemorySnapshot.from_state(state, entry_time, run_id=thread_id)
+    journal: list[Event] = []
     return StageContext(
         stage_id=stage_id,
         kind=node.kind,
@@ -77,6 +85,8 @@ def bind_context(
         clock=clock,
         extras=extras or {},
         scratch=scratch,
+        rewrites=rewrites(journal.append) if rewrites is not None else None,
+        journal=journal,
     )
 
 

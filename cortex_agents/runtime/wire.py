@@ -29,6 +29,8 @@ from cortex_agents.errors import CycleError, InvalidWire, Problem, UnknownPreset
 from cortex_agents.memory.influence import canonical_order
 from cortex_agents.memory.presets import BUILTIN_PRESETS, PresetRegistry
 from cortex_agents.memory.strategy import Classic, MemoryStrategy, Topological
+from cortex_agents.rewrite.budget import DEFAULT_BUDGET, DIMENSIONS
+from cortex_agents.rewrite.policy import RewritePolicy
 from cortex_agents.substrate.records import NodeId
 
 if TYPE_CHECKING:
@@ -81,6 +83,8 @@ class StageSpec:
         tags: Labels recorded on its node.
         scratch: ``global`` or ``per_thread`` to give the stage scratch memory
             (the ``memory`` tool and the prompt connector); ``None``: none.
+        rewrite: Its rewrite capability (``ctx.propose_rewrite`` and, for LLM
+            stages, the ``propose_rewrite`` tool); ``None``: it cannot propose.
     """
 
     id: str
@@ -90,27 +94,26 @@ class StageSpec:
     config: Mapping[str, Any] = field(default_factory=dict)
     tags: tuple[str, ...] = ()
     scratch: Literal["global", "per_thread"] | None = None
+    rewrite: RewritePolicy | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RewriteBudget:
-    """The per-run rewrite budget, five dimensions (DESIGN §6)."""
+    """The per-run rewrite budget, five dimensions (DESIGN §6; see :mod:`cortex_agents.rewrite.budget`).
 
-    nodes: int = 16
-    edges: int = 32
-    depth: int = 6
-    breadth: int = 4
-    operations: int = 4
+    A run fixes it in its substrate when it starts (``rewrite_budget_set``), so
+    a resumed run keeps the budget it started with.
+    """
+
+    nodes: int = DEFAULT_BUDGET["nodes"]
+    edges: int = DEFAULT_BUDGET["edges"]
+    depth: int = DEFAULT_BUDGET["depth"]
+    breadth: int = DEFAULT_BUDGET["breadth"]
+    operations: int = DEFAULT_BUDGET["operations"]
 
     def as_dict(self) -> dict[str, int]:
         """The budget by dimension."""
-        return {
-            "nodes": self.nodes,
-            "edges": self.edges,
-            "depth": self.depth,
-            "breadth": self.breadth,
-            "operations": self.operations,
-        }
+        return {d: getattr(self, d) for d in DIMENSIONS}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -135,21 +138,65 @@ class Wire:
     presets: PresetRegistry = field(default_factory=lambda: BUILTIN_PRESETS)
     budget: RewriteBudget = field(default_factory=RewriteBudget)
     on_failure: OnFailure = "stop"
+    _by_id: Mapping[str, StageSpec] = field(init=False, repr=False, compare=False)
+    _by_kind: Mapping[str, StageSpec] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kinds", MappingProxyType(dict(self.kinds)))
         problems = _problems(self)
         if problems:
             raise InvalidWire(problems)
+        by_kind: dict[str, StageSpec] = {}
+        for s in self.stages:
+            by_kind.setdefault(s.kind, s)
+        object.__setattr__(self, "_by_id", MappingProxyType({s.id: s for s in self.stages}))
+        object.__setattr__(self, "_by_kind", MappingProxyType(by_kind))
 
     def stage(self, stage_id: str) -> StageSpec:
-        """The stage with this id."""
-        return next(s for s in self.stages if s.id == stage_id)
+        """The stage with this id.
+
+        Raises:
+            KeyError: no such stage.
+        """
+        return self._by_id[stage_id]
+
+    def spec_for(self, node_id: str, kind: str) -> StageSpec:
+        """How a node runs: its declared stage, or — for a node an admitted rewrite
+        added — the declaration of the wire's first stage of its kind (memory
+        strategy, prompt, scratch), without rewrite capability; a kind no stage
+        declares runs classic. A rewrite-created node's config and tags are its own.
+        """
+        declared = self._by_id.get(node_id)
+        if declared is not None:
+            return declared
+        template = self._by_kind.get(kind)
+        if template is None:
+            return StageSpec(id=node_id, kind=kind)
+        return StageSpec(
+            id=node_id,
+            kind=kind,
+            memory=template.memory,
+            prompt=template.prompt,
+            scratch=template.scratch,
+        )
+
+    def vocabulary(self) -> dict[str, Mapping[str, Any]]:
+        """The kinds a rewrite may use, each with the base config its new nodes start from
+        (the config of the wire's first stage of that kind, or ``{}``)."""
+        return {
+            name: dict(self._by_kind[name].config) if name in self._by_kind else {}
+            for name in self.kinds
+        }
 
     @property
     def uses_scratch(self) -> bool:
         """Whether any stage has scratch memory."""
         return any(s.scratch is not None for s in self.stages)
+
+    @property
+    def rewrites(self) -> bool:
+        """Whether any stage may propose rewrites."""
+        return any(s.rewrite is not None for s in self.stages)
 
     def order(self) -> list[NodeId]:
         """Stage ids in canonical topological order."""
@@ -198,6 +245,12 @@ def _problems(wire: Wire) -> list[Problem]:
                 )
             )
         problems += _strategy_problems(stage.memory, f"{where}.memory", wire)
+        if stage.rewrite is not None and not isinstance(stage.rewrite, RewritePolicy):
+            problems.append(
+                Problem(
+                    f"{where}.rewrite", "must be a RewritePolicy(forms=..., attempts=...) or None"
+                )
+            )
         if stage.scratch not in (None, "global", "per_thread"):
             problems.append(
                 Problem(
@@ -281,6 +334,7 @@ class WireBuilder:
         config: Mapping[str, Any] | None = None,
         tags: Sequence[str] = (),
         scratch: Literal["global", "per_thread"] | None = None,
+        rewrite: RewritePolicy | None = None,
     ) -> WireBuilder:
         """Add a stage, with edges from each stage in ``after``."""
         self._stages.append(
@@ -292,6 +346,7 @@ class WireBuilder:
                 config=dict(config or {}),
                 tags=tuple(tags),
                 scratch=scratch,
+                rewrite=rewrite,
             )
         )
         self._edges.extend((source, stage_id) for source in after)

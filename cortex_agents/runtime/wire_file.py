@@ -18,6 +18,7 @@ TOML and YAML files are validated by pydantic; every problem names its field::
     kind = "analyst"
     after = ["planner"]
     memory = { strategy = "topological", preset = "analyst" }
+    rewrite = { forms = ["append_after"], attempts = 3 }   # may propose rewrites
 
     [budget]                       # rewrite budget (defaults 16 / 32 / 6 / 4 / 4)
     nodes = 8
@@ -46,6 +47,8 @@ from cortex_agents.errors import CortexError, InvalidArgument, InvalidWire, Prob
 from cortex_agents.memory.presets import BUILTIN_PRESETS, Preset
 from cortex_agents.memory.spec import WalkSpec, Weights
 from cortex_agents.memory.strategy import Classic, Topological
+from cortex_agents.rewrite.policy import RewritePolicy
+from cortex_agents.rewrite.spec import FORMS
 from cortex_agents.runtime.wire import Wire, WireBuilder
 
 __all__ = ["load_wire"]
@@ -64,6 +67,11 @@ class _Memory(_Strict):
     upstream_of_kind: str | None = None
 
 
+class _Rewrite(_Strict):
+    forms: list[Literal["append_after", "expand_retain", "expand_replace"]] = list(FORMS)
+    attempts: Annotated[int, Field(ge=1, le=16)] = 3
+
+
 class _Stage(_Strict):
     id: str
     kind: str
@@ -73,6 +81,7 @@ class _Stage(_Strict):
     config: dict[str, JsonValue] = {}
     tags: list[str] = []
     scratch: Literal["global", "per_thread"] | None = None
+    rewrite: _Rewrite | None = None
 
 
 class _Budget(_Strict):
@@ -213,6 +222,14 @@ def _from_data(data: Any, base: Path) -> Wire:
             )
         except InvalidArgument as exc:
             raise InvalidWire([Problem(f"stages[{i}].memory.{exc.field}", exc.rule)]) from None
+        rewrite = None
+        if stage.rewrite is not None:
+            try:
+                rewrite = RewritePolicy(
+                    forms=tuple(stage.rewrite.forms), attempts=stage.rewrite.attempts
+                )
+            except InvalidArgument as exc:
+                raise InvalidWire([Problem(f"stages[{i}].{exc.field}", exc.rule)]) from None
         builder.stage(
             stage.id,
             stage.kind,
@@ -222,6 +239,7 @@ def _from_data(data: Any, base: Path) -> Wire:
             config=stage.config,
             tags=stage.tags,
             scratch=stage.scratch,
+            rewrite=rewrite,
         )
     return builder.build()
 

@@ -7,6 +7,12 @@ envelope the memory extractor peels. What the wire knows is never left to the
 model: an analyst's ``claim_ref`` (its routing key) comes from its config,
 the merge's attribution from its inputs.
 
+The rewriter is where rewrites show (seed 002): declared rewrite-capable, it
+gets ``propose_rewrite`` — by default only when the review it reads found a
+gap (config ``repair``: ``on_gap``, ``always`` or ``never``) — and may
+append a repair branch, e.g. a follow-up analyst and a re-review, which the
+runtime admits or rejects against the run's budget.
+
 The reviewer and rewriter are where memory strategy shows (seed 001, F4):
 under topological memory their prompt also carries the analyst branches
 *behind* their merge node — their own declared query, e.g.
@@ -17,12 +23,20 @@ direct inputs only, single-shot.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from pydantic import BaseModel
 
+from cortex_agents.errors import InvalidArgument
 from cortex_agents.runtime.context import StageContext
-from cortex_agents.stages.llm import converse, render_inputs, render_matches_block, stage_prompt
+from cortex_agents.stages.llm import (
+    converse,
+    render_inputs,
+    render_matches_block,
+    stage_prompt,
+    tool_policy,
+)
 from cortex_agents.stages.outputs import (
     Analysis,
     Branch,
@@ -81,7 +95,8 @@ def analyst(ctx: StageContext) -> dict[str, Any]:
             if b.get("claim_ref") == ref
         ),
         "",
-    )
+    )  # a follow-up analyst a rewrite added has no plan upstream: its config asks
+    question = question or str(ctx.config.get("question") or f"What more bears on {ref}?")
     result = converse(
         ctx,
         system=stage_prompt(ctx, claim_ref=ref),
@@ -134,14 +149,41 @@ def reviewer(ctx: StageContext) -> dict[str, Any]:
     return output
 
 
+REPAIR_MODES = ("on_gap", "always", "never")
+
+
+def _repairs(ctx: StageContext) -> bool:
+    """Whether this rewriter is offered ``propose_rewrite`` (config ``repair``)."""
+    mode = ctx.config.get("repair", "on_gap")
+    if mode not in REPAIR_MODES:
+        raise InvalidArgument("config.repair", f"must be one of {list(REPAIR_MODES)}", mode)
+    if ctx.rewrites is None or mode == "never":
+        return False
+    verdicts = [_value(out).get("verdict") for out in ctx.inputs.values()]
+    return mode == "always" or "gap" in verdicts
+
+
 def rewriter(ctx: StageContext) -> dict[str, Any]:
-    """Write the final report, addressing the review's gaps."""
+    """Write the final report, addressing the review's gaps; may propose a repair branch."""
     user, recalled = _with_branches(ctx)
-    result = converse(ctx, system=stage_prompt(ctx), user=user)
+    policy = tool_policy(ctx)
+    if ctx.rewrites is not None and not _repairs(ctx):
+        policy = dataclasses.replace(policy, max_rounds=0)  # no repair: no tool, no mention
+    result = converse(ctx, system=stage_prompt(ctx), user=user, policy=policy)
     text = str(result.message.content)
     report = parse_output(text, Report) or Report(report=text.strip()[:1200], parsed=False)
     output = _envelope("report", report)
     output["memory"] = {"recalled": recalled, "tool_calls": [c.name for c in result.calls]}
+    if ctx.rewrites is not None:
+        output["rewrites"] = [
+            {
+                "decision": fact.decision,
+                "rewrite_id": fact.rewrite_id,
+                "code": fact.code,
+                "new_nodes": [n["id"] for n in fact.diff.get("nodes", ())],
+            }
+            for fact in ctx.rewrites.decisions
+        ]
     return output
 
 

@@ -1,13 +1,13 @@
 """What every LLM stage shares: its model, its tool catalog, its prompt, one conversation.
 
 The **catalog** is decided by the stage's declaration — its memory strategy,
-its scratch memory (and, later, its rewrite capability) — in one place,
-:func:`stage_tools`, and
-the same list is what the model is offered and what the loop may execute.
+its scratch memory, its rewrite capability — in one place, :func:`stage_tools`,
+and the same list is what the model is offered and what the loop may execute.
 A classic stage gets no tool and a single call; a topological stage gets
-``cortex_memory_query`` and a bounded tool loop. A prompt mentions a tool only
-when that tool is in the catalog: the memory-tool nudge is appended for
-topological stages and never otherwise.
+``cortex_memory_query``, a stage with scratch memory ``memory``, a
+rewrite-capable stage ``propose_rewrite``, and a bounded tool loop. A prompt
+mentions a tool only when that tool is in the catalog: the memory-tool and
+rewrite-tool nudges are appended then and never otherwise.
 
 Prompts are byte-stable: inputs are rendered as JSON with sorted keys, no
 time or random value reaches a request, so recorded cassettes replay.
@@ -29,13 +29,20 @@ from cortex_agents.memory.match import Match
 from cortex_agents.memory.strategy import Topological
 from cortex_agents.runtime.context import StageContext
 from cortex_agents.scratch import ScratchConnector, make_memory_tool
-from cortex_agents.stages.prompts import MEMORY_NUDGE, load_prompt, prompt_for, render
+from cortex_agents.stages.prompts import (
+    MEMORY_NUDGE,
+    REWRITE_NUDGE,
+    load_prompt,
+    prompt_for,
+    render,
+)
 from cortex_agents.tools.loop import ToolLoopResult, ToolPolicy, run_tool_loop
 from cortex_agents.tools.memory_query import (
     DEFAULT_TOKEN_BUDGET,
     MEMORY_QUERY_TOOL,
     make_memory_query_tool,
 )
+from cortex_agents.tools.propose_rewrite import PROPOSE_REWRITE_TOOL, make_propose_rewrite_tool
 
 __all__ = [
     "CHAT_MODEL",
@@ -129,20 +136,23 @@ def _model(ctx: StageContext) -> BaseChatModel:
     return model
 
 
-def stage_tools(ctx: StageContext) -> list[BaseTool]:
+def stage_tools(ctx: StageContext, policy: ToolPolicy | None = None) -> list[BaseTool]:
     """The stage's tool catalog: what its model sees and all it may run.
 
-    Empty for a classic stage, and for any stage whose tool policy allows no
-    tool round.
+    Empty for a classic stage without scratch memory or rewrite capability,
+    and for any stage whose tool policy (``policy``, else its config's)
+    allows no tool round.
     """
     tools: list[BaseTool] = []
-    if tool_policy(ctx).max_rounds < 1:
+    if (policy or tool_policy(ctx)).max_rounds < 1:
         return tools
     if isinstance(ctx.strategy, Topological):
         budget = int(ctx.config.get("memory_token_budget", DEFAULT_TOKEN_BUDGET))
         tools.append(make_memory_query_tool(ctx.memory.presets, budget=budget))
     if ctx.scratch is not None:
         tools.append(make_memory_tool())
+    if ctx.rewrites is not None:
+        tools.append(make_propose_rewrite_tool(ctx))
     return tools
 
 
@@ -173,20 +183,28 @@ def render_matches_block(tag: str, matches: Sequence[Match]) -> str:
     return f"<{tag}>\n" + "\n".join(lines) + f"\n</{tag}>"
 
 
-def converse(ctx: StageContext, *, system: str, user: str) -> ToolLoopResult:
-    """One stage's conversation: system prompt, user message, catalog-bound tool loop."""
-    tools = stage_tools(ctx)
+def converse(
+    ctx: StageContext, *, system: str, user: str, policy: ToolPolicy | None = None
+) -> ToolLoopResult:
+    """One stage's conversation: system prompt, user message, catalog-bound tool loop.
+
+    ``policy`` overrides the tool policy of the stage's config (a stage may
+    decide at run time, e.g. to offer no tool at all).
+    """
+    policy = policy or tool_policy(ctx)
+    tools = stage_tools(ctx, policy)
     names = {t.name for t in tools}
-    if MEMORY_QUERY_TOOL in names:  # a prompt mentions a tool only when the tool is there
-        nudge = load_prompt(MEMORY_NUDGE, folder=ctx.extras.get("prompts_dir"))
-        system = f"{system.rstrip()}\n\n{nudge.strip()}"
+    folder = ctx.extras.get("prompts_dir")
+    for tool, nudge in ((MEMORY_QUERY_TOOL, MEMORY_NUDGE), (PROPOSE_REWRITE_TOOL, REWRITE_NUDGE)):
+        if tool in names:  # a prompt mentions a tool only when the tool is there
+            system = f"{system.rstrip()}\n\n{load_prompt(nudge, folder=folder).strip()}"
     messages: list = [SystemMessage(system.strip()), HumanMessage(user.strip())]
     if ctx.scratch is not None:  # the connector: the stage's scratch memory, as data
         messages = ScratchConnector(**dict(ctx.config.get("scratch_connector", {}))).inject(
             messages, ctx.scratch
         )
     return run_tool_loop(
-        _model(ctx), messages, tools=tools, context=ctx, policy=tool_policy(ctx), journal=ctx.record
+        _model(ctx), messages, tools=tools, context=ctx, policy=policy, journal=ctx.record
     )
 
 

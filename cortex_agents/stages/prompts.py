@@ -17,9 +17,10 @@ from string import Template
 from cortex_agents.bundled import bundled_path
 from cortex_agents.errors import InvalidArgument
 
-__all__ = ["MEMORY_NUDGE", "load_prompt", "prompt_for", "render"]
+__all__ = ["MEMORY_NUDGE", "REWRITE_NUDGE", "load_prompt", "prompt_for", "render"]
 
 MEMORY_NUDGE = "memory_tool_nudge"
+REWRITE_NUDGE = "rewrite_tool_nudge"
 
 
 def _folders(override: str | Path | None) -> list[Path]:

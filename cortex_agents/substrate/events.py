@@ -20,9 +20,13 @@ from cortex_agents.timestamps import format_timestamp, parse_timestamp
 __all__ = [
     "EVENT_TYPES",
     "EdgeAdded",
+    "EdgeRemoved",
     "Event",
+    "NodeRetired",
     "NodeScheduled",
     "RewriteAdmitted",
+    "RewriteApplied",
+    "RewriteBudgetSet",
     "RewriteRejected",
     "StageCompleted",
     "StageFailed",
@@ -50,6 +54,23 @@ class EdgeAdded:
 
     source: NodeId
     target: NodeId
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EdgeRemoved:
+    """An admitted rewrite reattached an edge away; its ``target`` must still be pending."""
+
+    source: NodeId
+    target: NodeId
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeRetired:
+    """An admitted ``expand_node(mode="replace")`` took a pending node out (edges removed first)."""
+
+    node_id: NodeId
     at: datetime
 
 
@@ -104,6 +125,27 @@ class RewriteRejected:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RewriteApplied:
+    """An admitted rewrite's nodes and edges are in the graph: the watermark moves to ``rewrite_id``.
+
+    The runtime writes it after the rewrite's own ``node_scheduled`` /
+    ``edge_added`` / ``edge_removed`` / ``node_retired`` events, in the same
+    commit.
+    """
+
+    rewrite_id: int
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RewriteBudgetSet:
+    """The run's rewrite budget, per dimension, fixed when the run starts (once per run)."""
+
+    budget: Mapping[str, int]
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCallMade:
     """A stage's model called a tool (provenance; it does not change the graph).
 
@@ -127,11 +169,15 @@ class ToolCallMade:
 Event = (
     NodeScheduled
     | EdgeAdded
+    | EdgeRemoved
+    | NodeRetired
     | StageStarted
     | StageCompleted
     | StageFailed
+    | RewriteBudgetSet
     | RewriteAdmitted
     | RewriteRejected
+    | RewriteApplied
     | ToolCallMade
 )
 
@@ -144,6 +190,10 @@ EVENT_TYPES: Final[dict[str, type]] = {
     "rewrite_admitted": RewriteAdmitted,
     "rewrite_rejected": RewriteRejected,
     "tool_call_made": ToolCallMade,
+    "edge_removed": EdgeRemoved,
+    "node_retired": NodeRetired,
+    "rewrite_applied": RewriteApplied,
+    "rewrite_budget_set": RewriteBudgetSet,
 }
 _OMITTED_WHEN_EMPTY: Final = frozenset({"config", "tags"})
 _OMITTED_WHEN_NONE: Final = frozenset({"frontier", "result"})
@@ -159,7 +209,10 @@ _FACT_FIELDS: Final = (
     "budget_before",
     "budget_after",
     "diff",
+    "check",
+    "key",
 )
+_FACT_OPTIONAL: Final = frozenset({"check", "key"})
 
 
 def event_to_dict(event: Event) -> dict[str, Any]:
@@ -181,7 +234,11 @@ def event_to_dict(event: Event) -> dict[str, Any]:
         if slot == "at":
             value = format_timestamp(value)
         elif slot == "fact":
-            value = {f: _plain(getattr(value, f)) for f in _FACT_FIELDS}
+            value = {
+                f: _plain(getattr(value, f))
+                for f in _FACT_FIELDS
+                if f not in _FACT_OPTIONAL or getattr(value, f) is not None
+            }
         elif slot == "tags":
             value = list(value)
         else:
@@ -209,7 +266,15 @@ def event_from_dict(data: Mapping[str, Any]) -> Event:
     if "tags" in fields:
         fields["tags"] = tuple(fields["tags"])
     if "fact" in fields:
-        fields["fact"] = RewriteFact(**fields["fact"])
+        fact = fields["fact"]
+        if not isinstance(fact, Mapping) or set(fact) - set(_FACT_FIELDS):
+            raise InvalidArgument(
+                "fact", f"must be a rewrite fact with fields {list(_FACT_FIELDS)}", fact
+            )
+        try:
+            fields["fact"] = RewriteFact(**fact)
+        except TypeError as exc:
+            raise InvalidArgument("fact", f"has missing fields: {exc}", fact) from None
     try:
         return cls(**fields)
     except TypeError as exc:

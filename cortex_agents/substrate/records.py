@@ -29,8 +29,9 @@ __all__ = [
 NodeId = NewType("NodeId", str)
 """A node's id: unique within one run (thread)."""
 
-NodeStatus = Literal["pending", "running", "completed", "failed"]
-"""Lifecycle of a node. Only ``completed`` is settled."""
+NodeStatus = Literal["pending", "running", "completed", "failed", "retired"]
+"""Lifecycle of a node. Only ``completed`` is settled; ``retired`` is a pending
+node an admitted ``expand_node(mode="replace")`` took out of the graph."""
 
 NODE_STATUSES: Final[tuple[str, ...]] = get_args(NodeStatus)
 
@@ -125,11 +126,14 @@ class RewriteFact:
         proposal: The raw proposal as submitted.
         decision: ``admitted`` or ``rejected``.
         code: The rejection code, ``None`` when admitted.
-        reason: The failing check, in words, ``None`` when admitted.
+        reason: Why, in words naming the proposer and the check; ``None`` when admitted.
+        check: The failing check (``budget.nodes``, ``policy.anchor``, ...); ``None`` when admitted.
         cost: Static cost per budget dimension.
         budget_before: Remaining budget per dimension before the decision.
         budget_after: Remaining budget per dimension after it.
         diff: The structural change applied (empty when rejected).
+        key: The idempotency key, ``<proposer>#<attempt>:<call id>`` (a replayed
+            call with the same key gets the recorded decision, never a second admission).
     """
 
     rewrite_id: int | None
@@ -142,3 +146,5 @@ class RewriteFact:
     budget_before: Mapping[str, int] = field(default_factory=dict)
     budget_after: Mapping[str, int] = field(default_factory=dict)
     diff: Mapping[str, Any] = field(default_factory=dict)
+    check: str | None = None
+    key: str | None = None

@@ -8,9 +8,17 @@ that would close a cycle, ...): the substrate is a DAG by construction.
 Status transitions::
 
     (scheduled) -> pending -> running -> completed      (terminal: settled)
-                               |    ^
-                               v    |  a retry starts again
-                              failed
+                     |         |    ^
+                     |         v    |  a retry starts again
+                     |        failed
+                     v
+                  retired    (an admitted expand_node(replace) took it out)
+
+Rewrites (DESIGN §6) enter as decisions — ``rewrite_admitted`` with a dense,
+monotone ``rewrite_id`` or ``rewrite_rejected`` — and an admitted one is
+*materialized* later by its nodes and edges followed by ``rewrite_applied``,
+which moves the watermark. The fold checks both halves: ids in order, each
+applied once, after its nodes exist.
 """
 
 from __future__ import annotations
@@ -25,9 +33,13 @@ from immutables import Map
 from cortex_agents.errors import InvalidEvent, UnknownNode
 from cortex_agents.substrate.events import (
     EdgeAdded,
+    EdgeRemoved,
     Event,
+    NodeRetired,
     NodeScheduled,
     RewriteAdmitted,
+    RewriteApplied,
+    RewriteBudgetSet,
     RewriteRejected,
     StageCompleted,
     StageFailed,
@@ -35,6 +47,7 @@ from cortex_agents.substrate.events import (
     ToolCallMade,
 )
 from cortex_agents.substrate.records import (
+    REJECTION_CODES,
     EdgeRecord,
     NodeId,
     NodeRecord,
@@ -158,12 +171,16 @@ class GraphState:
         edges: Every edge, in the order they were added.
         rewrites: Every rewrite decision, admitted or rejected, in order.
         seq: How many events were folded to reach this state.
+        watermark: The highest ``rewrite_id`` whose nodes and edges are in the graph.
+        budget: The run's rewrite budget per dimension, once the run set it.
     """
 
     nodes: Mapping[NodeId, NodeRecord] = field(default_factory=NodeTable)
     edges: Sequence[EdgeRecord] = field(default_factory=AppendOnly)
     rewrites: tuple[RewriteFact, ...] = ()
     seq: int = 0
+    watermark: int = 0
+    budget: Mapping[str, int] | None = None
     _preds: Mapping[NodeId, tuple[NodeId, ...]] = field(default_factory=_empty_map, repr=False)
     _succs: Mapping[NodeId, tuple[NodeId, ...]] = field(default_factory=_empty_map, repr=False)
 
@@ -207,6 +224,31 @@ class GraphState:
         """The rewrite decisions that were admitted, in ``rewrite_id`` order."""
         return tuple(r for r in self.rewrites if r.decision == "admitted")
 
+    @property
+    def last_rewrite_id(self) -> int:
+        """The highest admitted ``rewrite_id`` (0 when none was admitted)."""
+        return max(
+            (r.rewrite_id or 0 for r in self.rewrites if r.decision == "admitted"), default=0
+        )
+
+    @property
+    def unapplied_rewrites(self) -> tuple[RewriteFact, ...]:
+        """Admitted rewrites beyond the watermark, in ``rewrite_id`` order: still to materialize."""
+        return tuple(
+            r
+            for r in self.rewrites
+            if r.decision == "admitted" and (r.rewrite_id or 0) > self.watermark
+        )
+
+    def budget_spent(self) -> dict[str, int]:
+        """What the admitted rewrites cost, summed per dimension."""
+        spent: dict[str, int] = {}
+        for fact in self.rewrites:
+            if fact.decision == "admitted":
+                for dimension, amount in fact.cost.items():
+                    spent[dimension] = spent.get(dimension, 0) + amount
+        return spent
+
 
 EMPTY_STATE: Final = GraphState()
 
@@ -228,7 +270,12 @@ def fold(events: Iterable[Event], state: GraphState = EMPTY_STATE) -> GraphState
     preds = state._preds.mutate()  # type: ignore[attr-defined]
     succs = state._succs.mutate()  # type: ignore[attr-defined]
     new_edges: list[EdgeRecord] = []
+    removed: set[tuple[str, str]] = set()
     rewrites = list(state.rewrites)
+    keys = {r.key for r in rewrites if r.key is not None}
+    last_id = state.last_rewrite_id
+    watermark = state.watermark
+    budget = state.budget
     seq = state.seq
 
     for event in events:
@@ -260,9 +307,42 @@ def fold(events: Iterable[Event], state: GraphState = EMPTY_STATE) -> GraphState
                     raise InvalidEvent(index, f"edge {source!r} -> {target!r} already exists")
                 if source == target or _reaches(succs, target, source):
                     raise InvalidEvent(index, f"edge {source!r} -> {target!r} would close a cycle")
+                for end in (source, target):
+                    if nodes[end].status == "retired":
+                        raise InvalidEvent(
+                            index, f"edge {source!r} -> {target!r}: {end!r} is retired"
+                        )
+                removed.discard((source, target))
                 new_edges.append(EdgeRecord(source, target))
                 succs[source] = (*succs.get(source, ()), target)
                 preds[target] = (*preds.get(target, ()), source)
+            case EdgeRemoved(source=source, target=target):
+                if target not in succs.get(source, ()):
+                    raise InvalidEvent(index, f"edge {source!r} -> {target!r} does not exist")
+                if nodes[target].status != "pending":
+                    raise InvalidEvent(
+                        index,
+                        f"edge {source!r} -> {target!r}: {target!r} is {nodes[target].status}; "
+                        "only edges into pending work can be removed",
+                    )
+                edge = EdgeRecord(source, target)
+                if edge in new_edges:
+                    new_edges.remove(edge)
+                else:
+                    removed.add((source, target))
+                _drop(succs, source, target)
+                _drop(preds, target, source)
+            case NodeRetired(node_id=node_id):
+                node = _known(nodes, node_id, index)
+                if node.status != "pending":
+                    raise InvalidEvent(
+                        index, f"node {node_id!r} is {node.status}; only a pending node retires"
+                    )
+                if succs.get(node_id) or preds.get(node_id):
+                    raise InvalidEvent(
+                        index, f"node {node_id!r} still has edges; remove them before retiring it"
+                    )
+                nodes[node_id] = replace(node, status="retired")
             case StageStarted(node_id=node_id):
                 node = _known(nodes, node_id, index)
                 if node.status == "completed":
@@ -298,13 +378,64 @@ def fold(events: Iterable[Event], state: GraphState = EMPTY_STATE) -> GraphState
                     )
                 if fact.proposer not in nodes:
                     raise InvalidEvent(index, f"rewrite proposer {fact.proposer!r} is not a node")
+                if fact.key is not None and fact.key in keys:
+                    raise InvalidEvent(index, f"rewrite key {fact.key!r} was already decided")
+                if expected == "admitted":
+                    if fact.rewrite_id != last_id + 1:
+                        raise InvalidEvent(
+                            index,
+                            f"admitted rewrite_id must be {last_id + 1} (ids are dense and "
+                            f"monotone), got {fact.rewrite_id!r}",
+                        )
+                    last_id += 1
+                elif fact.rewrite_id is not None or fact.code not in REJECTION_CODES:
+                    raise InvalidEvent(
+                        index,
+                        "a rejected rewrite has no rewrite_id and one of the codes "
+                        f"{list(REJECTION_CODES)}",
+                    )
+                if fact.key is not None:
+                    keys.add(fact.key)
                 rewrites.append(fact)
+            case RewriteApplied(rewrite_id=rewrite_id):
+                if rewrite_id != watermark + 1 or rewrite_id > last_id:
+                    raise InvalidEvent(
+                        index,
+                        f"rewrite {rewrite_id!r} cannot be applied: the watermark is {watermark} "
+                        f"and the last admitted rewrite is {last_id}",
+                    )
+                fact = next(r for r in rewrites if r.rewrite_id == rewrite_id)
+                for added in fact.diff.get("nodes", ()):
+                    if added.get("id") not in nodes:
+                        raise InvalidEvent(
+                            index,
+                            f"rewrite {rewrite_id} applied before its node {added.get('id')!r} was scheduled",
+                        )
+                for gone in fact.diff.get("retired", ()):
+                    if gone not in nodes or nodes[gone].status != "retired":
+                        raise InvalidEvent(
+                            index, f"rewrite {rewrite_id} applied before {gone!r} was retired"
+                        )
+                watermark = rewrite_id
+            case RewriteBudgetSet(budget=granted):
+                if budget is not None:
+                    raise InvalidEvent(index, "the run's rewrite budget is already set")
+                if not isinstance(granted, Mapping) or not all(
+                    isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                    for k, v in granted.items()
+                ):
+                    raise InvalidEvent(
+                        index, f"a rewrite budget maps dimensions to integers >= 0, got {granted!r}"
+                    )
+                budget = dict(granted)
             case ToolCallMade(node_id=node_id):
                 _known(nodes, node_id, index)
             case _:
                 raise InvalidEvent(index, f"not a substrate event: {event!r}")
 
     edges = state.edges
+    if removed:  # rare (admitted rewrites only): copy the surviving edges once
+        edges = AppendOnly(e for e in edges if (e.source, e.target) not in removed)
     if new_edges:
         edges = (edges if isinstance(edges, AppendOnly) else AppendOnly(edges)).appended(new_edges)
     return GraphState(
@@ -312,9 +443,20 @@ def fold(events: Iterable[Event], state: GraphState = EMPTY_STATE) -> GraphState
         edges=edges,
         rewrites=tuple(rewrites),
         seq=seq,
+        watermark=watermark,
+        budget=budget,
         _preds=preds.finish(),
         _succs=succs.finish(),
     )
+
+
+def _drop(links, node: str, other: str) -> None:
+    """Remove ``other`` from ``links[node]`` (a key with no links left is deleted)."""
+    rest = tuple(x for x in links.get(node, ()) if x != other)
+    if rest:
+        links[node] = rest
+    else:
+        del links[node]
 
 
 def _known(nodes: Mapping[NodeId, NodeRecord], node_id: str, index: int) -> NodeRecord:

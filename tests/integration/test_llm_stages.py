@@ -127,6 +127,7 @@ def test_a_forged_call_to_an_absent_tool_runs_nothing():
     assert [(c.tool, c.result["status"]) for c in calls] == [("propose_rewrite", "error")]
     assert "not available in this stage; available: none" in calls[0].result["content"]
     assert len(result.state.nodes) == 4  # nothing was added: the call ran nothing
+    assert result.state.rewrites == () and result.state.budget is None
 
 
 def test_forged_calls_to_tools_outside_a_topological_catalog_are_refused_too():

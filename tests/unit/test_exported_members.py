@@ -35,8 +35,15 @@ EXPECTED = {
         "Preset",
         "PresetRegistry",
         "Problem",
+        "ProposalInvalid",
         "Query",
+        "LocalNode",
         "RewriteFact",
+        "RewritePolicy",
+        "RewriteProposal",
+        "RewriteUnavailable",
+        "SubgraphSpec",
+        "admit",
         "SemanticScorer",
         "SnapshotDocument",
         "Topological",
@@ -108,15 +115,19 @@ EXPECTED = {
         "Decision",
         "EdgeAdded",
         "EdgeRecord",
+        "EdgeRemoved",
         "Event",
         "GraphState",
         "NodeId",
         "NodeRecord",
+        "NodeRetired",
         "NodeScheduled",
         "NodeStatus",
         "Observation",
         "RejectionCode",
         "RewriteAdmitted",
+        "RewriteApplied",
+        "RewriteBudgetSet",
         "RewriteFact",
         "RewriteRejected",
         "StageCompleted",
@@ -162,12 +173,14 @@ EXPECTED = {
         "open_view",
         "sqlite_connect",
         "thread_config",
+        "thread_log",
     },
     "cortex_agents.runtime": {
         "Clock",
         "LogicalClock",
         "Progress",
         "RewriteBudget",
+        "RewriteSession",
         "RunResult",
         "RunState",
         "Runtime",
@@ -205,6 +218,26 @@ EXPECTED = {
         "rewriter",
         "stage_tools",
     },
+    "cortex_agents.rewrite": {
+        "DEFAULT_BUDGET",
+        "DIMENSIONS",
+        "FORMS",
+        "LocalNode",
+        "ProposalInvalid",
+        "RewriteDiff",
+        "RewriteForm",
+        "RewritePolicy",
+        "RewriteProposal",
+        "SubgraphSpec",
+        "admit",
+        "global_id",
+        "materialize",
+        "parse_proposal",
+        "pending_materialization",
+        "plan_diff",
+        "remaining",
+        "static_cost",
+    },
     "cortex_agents.testing": {
         "MATCH_ON",
         "NetworkBlocked",
@@ -229,7 +262,7 @@ def test_pure_core_imports_nothing_from_langgraph_or_io_modules():
     import sys
 
     code = (
-        "import sys, cortex_agents.memory, cortex_agents.substrate;"
+        "import sys, cortex_agents.memory, cortex_agents.substrate, cortex_agents.rewrite;"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
         "{'langgraph', 'langchain_core', 'sqlite3', 'psycopg', 'httpx', 'typer', 'rich'});"
         "print(','.join(bad))"
@@ -244,7 +277,7 @@ def test_pure_core_reads_no_clock_no_environment_no_files():
 
     root = Path(cortex_agents.__file__).parent
     forbidden = ("datetime.now", "time.time(", "time.monotonic", "os.environ", "open(", "random.")
-    for package in ("memory", "substrate"):
+    for package in ("memory", "substrate", "rewrite"):
         for path in sorted((root / package).glob("*.py")):
             text = path.read_text(encoding="utf-8")
             for needle in forbidden:

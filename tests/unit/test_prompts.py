@@ -18,10 +18,12 @@ def test_every_kind_has_a_prompt_and_strategy_variants_win():
     assert prompt_for("planner", "topological") == load_prompt("planner")  # falls back to <kind>.md
 
 
-def test_only_the_nudge_names_the_memory_tool():
+def test_only_the_nudges_name_their_tools():
     names = sorted(p.stem for p in bundled_path("prompts").glob("*.md"))
     mentioning = [n for n in names if "cortex_memory_query" in load_prompt(n)]
     assert mentioning == ["memory_tool_nudge"]  # stage prompts never mention a tool themselves
+    rewriting = [n for n in names if "propose_rewrite" in load_prompt(n)]
+    assert rewriting == ["rewrite_tool_nudge"]
 
 
 def test_a_folder_or_the_environment_overrides_a_prompt(tmp_path, monkeypatch):

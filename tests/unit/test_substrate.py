@@ -4,13 +4,17 @@ from itertools import pairwise
 
 import pytest
 
-from cortex_agents.errors import InvalidEvent, UnknownNode
+from cortex_agents.errors import InvalidArgument, InvalidEvent, UnknownNode
 from cortex_agents.memory import MemorySnapshot, query_vectorised
 from cortex_agents.substrate import (
     EMPTY_STATE,
     EdgeAdded,
+    EdgeRemoved,
+    NodeRetired,
     NodeScheduled,
     RewriteAdmitted,
+    RewriteApplied,
+    RewriteBudgetSet,
     RewriteFact,
     RewriteRejected,
     StageCompleted,
@@ -182,3 +186,108 @@ def test_snapshot_from_state_lets_memory_read_the_substrate():
     assert [m.node_id for m in query_vectorised(snap, "reviewer")] == ["analyst-a", "planner"]
     with pytest.raises(UnknownNode):
         state.node("ghost")
+
+
+def rewrite_fact(rewrite_id, *, decision="admitted", key=None, nodes=(), retired=()):
+    return RewriteFact(
+        rewrite_id=rewrite_id,
+        proposer="a",
+        proposal={},
+        decision=decision,
+        code=None if decision == "admitted" else "policy_rejected",
+        diff={"nodes": [{"id": n} for n in nodes], "retired": list(retired)},
+        key=key,
+    )
+
+
+def chain_ab_c():
+    """a (completed) -> b -> c, b and c pending."""
+    return fold(
+        [
+            *(NodeScheduled(node_id=n, kind="x", at=at(0)) for n in "abc"),
+            EdgeAdded(source="a", target="b", at=at(0)),
+            EdgeAdded(source="b", target="c", at=at(0)),
+            StageStarted(node_id="a", at=at(1)),
+            StageCompleted(node_id="a", at=at(1)),
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("tail", "reason"),
+    [
+        ([EdgeRemoved(source="a", target="c", at=at(2))], "does not exist"),
+        (
+            [StageStarted(node_id="b", at=at(2)), EdgeRemoved(source="a", target="b", at=at(2))],
+            "only edges into pending work",
+        ),
+        ([NodeRetired(node_id="b", at=at(2))], "still has edges"),
+        ([NodeRetired(node_id="a", at=at(2))], "only a pending node retires"),
+        ([RewriteAdmitted(fact=rewrite_fact(2), at=at(2))], "must be 1"),
+        ([RewriteRejected(fact=rewrite_fact(1, decision="rejected"), at=at(2))], "no rewrite_id"),
+        ([RewriteApplied(rewrite_id=1, at=at(2))], "cannot be applied"),
+        (
+            [
+                RewriteAdmitted(fact=rewrite_fact(1, nodes=["b:x"]), at=at(2)),
+                RewriteApplied(rewrite_id=1, at=at(2)),
+            ],
+            "before its node 'b:x' was scheduled",
+        ),
+        (
+            [
+                RewriteAdmitted(fact=rewrite_fact(1, key="k"), at=at(2)),
+                RewriteRejected(fact=rewrite_fact(None, decision="rejected", key="k"), at=at(2)),
+            ],
+            "already decided",
+        ),
+        (
+            [
+                RewriteBudgetSet(budget={"nodes": 1}, at=at(2)),
+                RewriteBudgetSet(budget={"nodes": 2}, at=at(2)),
+            ],
+            "already set",
+        ),
+        ([RewriteBudgetSet(budget={"nodes": -1}, at=at(2))], "integers >= 0"),
+    ],
+)
+def test_fold_guards_rewrite_materialization(tail, reason):
+    with pytest.raises(InvalidEvent, match=reason):
+        fold(tail, chain_ab_c())
+
+
+def test_removing_and_retiring_updates_the_live_edges_and_the_watermark():
+    state = fold(
+        [
+            RewriteBudgetSet(budget={"nodes": 4}, at=at(2)),
+            RewriteAdmitted(fact=rewrite_fact(1, nodes=["b:x"], retired=["b"]), at=at(2)),
+            EdgeRemoved(source="a", target="b", at=at(2)),
+            EdgeRemoved(source="b", target="c", at=at(2)),
+            NodeScheduled(node_id="b:x", kind="x", at=at(2)),
+            EdgeAdded(source="a", target="b:x", at=at(2)),
+            EdgeAdded(source="b:x", target="c", at=at(2)),
+            NodeRetired(node_id="b", at=at(2)),
+            RewriteApplied(rewrite_id=1, at=at(2)),
+        ],
+        chain_ab_c(),
+    )
+    assert [(e.source, e.target) for e in state.edges] == [("a", "b:x"), ("b:x", "c")]
+    assert state.nodes["b"].status == "retired"
+    assert state.predecessors("c") == ("b:x",)
+    assert (state.watermark, state.budget, state.unapplied_rewrites) == (1, {"nodes": 4}, ())
+    before = chain_ab_c()
+    assert [(e.source, e.target) for e in before.edges] == [("a", "b"), ("b", "c")]  # untouched
+
+
+def test_rewrite_events_round_trip_through_json():
+    fact = rewrite_fact(1, key="a#1:call-1", nodes=["a:x"])
+    events = [
+        EdgeRemoved(source="a", target="b", at=at(1)),
+        NodeRetired(node_id="b", at=at(2)),
+        RewriteApplied(rewrite_id=3, at=at(3)),
+        RewriteBudgetSet(budget={"nodes": 16, "edges": 32}, at=at(4)),
+        RewriteAdmitted(fact=fact, at=at(5)),
+    ]
+    for event in events:
+        assert event_from_dict(event_to_dict(event)) == event
+    with pytest.raises(InvalidArgument, match="fact"):
+        event_from_dict({**event_to_dict(events[-1]), "fact": {"rewrite_id": 1, "surprise": 1}})

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cortex_agents.errors import InvalidWire
-from cortex_agents.memory import Topological
+from cortex_agents.errors import InvalidArgument, InvalidWire
+from cortex_agents.memory import Classic, Topological
+from cortex_agents.rewrite import RewritePolicy
 from cortex_agents.runtime import WireBuilder, load_wire
 from cortex_agents.runtime.scheduler import next_frontier, wire_events
 from cortex_agents.substrate import StageCompleted, StageFailed, StageStarted, SubstrateLog
@@ -72,6 +73,39 @@ def test_invalid_wires_are_rejected_with_the_location(change, expected):
     assert any(p.startswith(expected) for p in found), found
 
 
+def test_rewrite_created_nodes_run_like_the_first_declared_stage_of_their_kind():
+    reviewer = Topological(preset="reviewer")
+    wire = (
+        base()
+        .kind("reviewer", noop)
+        .stage(
+            "r",
+            "reviewer",
+            after=["p"],
+            memory=reviewer,
+            config={"tools": {"max_rounds": 1}},
+            rewrite=RewritePolicy(),
+        )
+        .build()
+    )
+    made = wire.spec_for("r:again", "reviewer")
+    assert (made.memory, made.rewrite, dict(made.config)) == (reviewer, None, {})
+    assert wire.spec_for("r", "reviewer") is wire.stage("r")  # a declared stage is itself
+    assert wire.spec_for("x:y", "analyst").memory == Classic()  # no stage declares analysts
+    assert wire.vocabulary() == {
+        "planner": {},
+        "analyst": {},
+        "reviewer": {"tools": {"max_rounds": 1}},
+    }
+
+
+def test_a_stage_rewrite_declaration_must_be_a_policy():
+    found = problems(base().stage("a", "analyst", rewrite={"forms": ["append_after"]}))
+    assert any(p.startswith("stages[1].rewrite: must be a RewritePolicy") for p in found), found
+    with pytest.raises(InvalidArgument, match=r"rewrite\.forms"):
+        RewritePolicy(forms=("append_after", "append_after"))
+
+
 def test_every_problem_is_reported_at_once():
     found = problems(base().stage("a", "auditor", after=["ghost"]).stage("a", "analyst"))
     assert len(found) == 3, found
@@ -94,6 +128,7 @@ def test_toml_and_yaml_wires(tmp_path):
             kind = "planner"
             after = ["p"]
             memory = { strategy = "topological", preset = "mine", limit = 3 }
+            rewrite = { forms = ["append_after"], attempts = 2 }
             [budget]
             nodes = 2
             [presets.mine]
@@ -106,6 +141,8 @@ def test_toml_and_yaml_wires(tmp_path):
     assert (wire.name, wire.on_failure, wire.budget.nodes) == ("t", "continue", 2)
     assert wire.presets.spec("mine").direction == "descendants"
     assert wire.stage("q").memory == Topological(preset="mine", limit=3)
+    assert wire.stage("q").rewrite == RewritePolicy(forms=("append_after",), attempts=2)
+    assert wire.stage("p").rewrite is None and wire.rewrites
     (tmp_path / "w.yaml").write_text(
         "name: y\nkinds: {planner: 'kinds.py:plan'}\nstages: [{id: p, kind: planner}]\n"
     )
@@ -133,6 +170,16 @@ def test_toml_and_yaml_wires(tmp_path):
         ),
         ('name = "t"\nkinds = {}\nstages = []\n[presets.bad]\nalpha = 2.0\n', "presets.bad.alpha"),
         ("name = [", "cannot be parsed"),
+        (
+            'name = "t"\n[kinds]\nplanner = "kinds.py:plan"\n[[stages]]\nid = "p"\n'
+            'kind = "planner"\nrewrite = { forms = ["delete_node"] }\n',
+            "stages[0].rewrite.forms[0]",
+        ),
+        (
+            'name = "t"\n[kinds]\nplanner = "kinds.py:plan"\n[[stages]]\nid = "p"\n'
+            'kind = "planner"\nrewrite = { attempts = 0 }\n',
+            "stages[0].rewrite.attempts",
+        ),
     ],
 )
 def test_wire_file_errors_name_the_field(tmp_path, text, expected):

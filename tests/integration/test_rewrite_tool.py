@@ -1,0 +1,149 @@
+"""``propose_rewrite`` in LLM stages (scripted model, offline): offered only where declared,
+decisions returned to the model, bad arguments recorded and readable, repair branches run."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from cortex_agents.rewrite import RewritePolicy
+from cortex_agents.substrate import RewriteAdmitted, RewriteRejected, ToolCallMade
+from tests.chat import call, say
+from tests.integration.test_llm_stages import CLAIM_REVIEW, model, run
+
+GAP = say(json.dumps({"verdict": "gap", "gaps": ["c2 lacks a trial"], "notes": "n"}))
+SOUND = say(json.dumps({"verdict": "sound"}))
+REPAIR = {
+    "operation": "append_after",
+    "anchor": "rewriter",
+    "nodes": [
+        {
+            "id": "followup",
+            "kind": "analyst",
+            "config": {"claim_ref": "c2", "question": "Any trial?"},
+        },
+        {"id": "recheck", "kind": "reviewer"},
+    ],
+    "rationale": "the review found a gap in c2",
+}
+REPORT = say(json.dumps({"report": "final", "addressed": ["c2 lacks a trial"]}))
+
+
+def rewriter_requests(chat):
+    return [r for r in chat.requests if r["system"].startswith("You write the final report")]
+
+
+def test_a_gap_gets_the_rewriter_the_tool_and_its_admitted_repair_branch_runs():
+    result, chat = run(
+        CLAIM_REVIEW, model([GAP], [call("propose_rewrite", REPAIR, "rw-1"), REPORT])
+    )
+    assert result.complete
+    first = rewriter_requests(chat)[0]
+    assert [t["function"]["name"] for t in first["tools"]] == [
+        "cortex_memory_query",
+        "propose_rewrite",
+    ]
+    assert first["tool_choice"] == {"type": "function", "function": {"name": "propose_rewrite"}}
+    assert "propose_rewrite" in first["system"]  # the nudge: the tool is in the catalog
+    schema = first["tools"][1]["function"]["parameters"]
+    assert schema["properties"]["anchor"]["enum"] == ["rewriter"]
+    assert "mode" not in schema["properties"]  # the rewriter may only append_after
+    # the decision went back to the model as the tool result
+    answer = json.loads(rewriter_requests(chat)[1]["messages"][-1].content)
+    assert answer["decision"] == "admitted"
+    assert answer["new_nodes"] == ["rewriter:followup", "rewriter:recheck"]
+    assert answer["budget_remaining"]["nodes"] == 14
+    # the branch ran after the rewriter, in order, with the config the model gave
+    followup = result.state.nodes["rewriter:followup"]
+    assert followup.config == {"claim_ref": "c2", "question": "Any trial?"}
+    assert result.outputs["rewriter:followup"]["value"]["claim_ref"] == "c2"
+    assert result.state.predecessors("rewriter:recheck") == ("rewriter:followup",)
+    analyst_prompt = next(r for r in chat.requests if "Any trial?" in r["messages"][1].content)
+    assert "part c2" in analyst_prompt["system"]
+    # the re-review inherits the wire reviewer's declaration: topological, forced memory call
+    recheck = [r for r in chat.requests if r["system"].startswith("You review")][-1]
+    assert recheck["tool_choice"]["function"]["name"] == "cortex_memory_query"
+    assert result.outputs["rewriter"]["rewrites"][0]["decision"] == "admitted"
+
+
+def test_a_sound_review_offers_no_tool_and_mentions_none():
+    result, chat = run(CLAIM_REVIEW, model([SOUND], [REPORT]))
+    (request,) = rewriter_requests(chat)
+    assert "tools" not in request and "propose_rewrite" not in request["system"]
+    assert result.state.rewrites == () and result.outputs["rewriter"]["rewrites"] == []
+
+
+def test_bad_arguments_are_recorded_as_invalid_and_read_back_by_the_model():
+    bad = {"operation": "append_after", "anchor": "rewriter", "nodes": []}
+    result, chat = run(CLAIM_REVIEW, model([GAP], [call("propose_rewrite", bad, "rw-bad"), REPORT]))
+    assert result.complete and len(result.state.nodes) == 7  # nothing added
+    (fact,) = result.state.rewrites
+    assert (fact.code, fact.check) == ("invalid_rewrite", "arguments.nodes")
+    assert fact.proposal == bad and fact.key == "rewriter#1:rw-bad"
+    reply = rewriter_requests(chat)[1]["messages"][-1]
+    assert reply.status == "error"
+    body = json.loads(reply.content)
+    assert body["error"]["code"] == "invalid_rewrite" and "nodes" in body["error"]["message"]
+    assert body["attempts_left"] == 1
+    (made,) = [e for e in result.log if isinstance(e, ToolCallMade)][-1:]
+    assert (made.tool, made.result["status"]) == ("propose_rewrite", "error")
+
+
+def test_a_rejected_proposal_can_be_revised_within_the_attempts():
+    stages = tuple(
+        replace(
+            s,
+            config={
+                **s.config,
+                "tools": {"max_rounds": 3, "first": "propose_rewrite", "then": "propose_rewrite"},
+            },
+            rewrite=RewritePolicy(forms=("append_after",), attempts=2),
+        )
+        if s.id == "rewriter"
+        else s
+        for s in CLAIM_REVIEW.stages
+    )
+    wire = replace(CLAIM_REVIEW, stages=stages)
+    oracle = {**REPAIR, "nodes": [{"id": "x", "kind": "oracle"}]}
+    replies = [
+        call("propose_rewrite", oracle, "rw-1"),
+        call("propose_rewrite", REPAIR, "rw-2"),
+        call("propose_rewrite", REPAIR, "rw-3"),  # beyond the attempts
+        REPORT,
+    ]
+    result, _ = run(wire, model([GAP], replies))
+    outcomes = [(f.code or f.decision, f.check) for f in result.state.rewrites]
+    assert outcomes == [
+        ("vocabulary_violation", "vocabulary.spec.nodes[0].kind"),
+        ("admitted", None),
+        ("policy_rejected", "policy.attempts"),
+    ]
+    assert result.complete and "rewriter:followup" in result.state.nodes
+    kinds = [
+        type(e).__name__ for e in result.log if isinstance(e, RewriteAdmitted | RewriteRejected)
+    ]
+    assert kinds == ["RewriteRejected", "RewriteAdmitted", "RewriteRejected"]
+
+
+def test_a_replayed_call_id_is_answered_from_the_record():
+    replies = [
+        call("propose_rewrite", REPAIR, "same-id"),
+        call("propose_rewrite", REPAIR, "same-id"),
+        REPORT,
+    ]
+    stages = tuple(
+        replace(
+            s,
+            config={
+                **s.config,
+                "tools": {"max_rounds": 2, "first": "propose_rewrite", "then": "propose_rewrite"},
+            },
+        )
+        if s.id == "rewriter"
+        else s
+        for s in CLAIM_REVIEW.stages
+    )
+    result, chat = run(replace(CLAIM_REVIEW, stages=stages), model([GAP], replies))
+    assert [f.rewrite_id for f in result.state.rewrites] == [1]  # admitted once
+    answers = [json.loads(r["messages"][-1].content) for r in rewriter_requests(chat)[1:]]
+    assert answers[0]["rewrite_id"] == answers[1]["rewrite_id"] == 1
