@@ -38,6 +38,7 @@ from cortex_agents.substrate.records import RewriteFact
 from cortex_agents.tools.results import error_content, validation_message
 
 __all__ = [
+    "MAX_LISTED_ANCHORS",
     "PROPOSE_REWRITE_TOOL",
     "ProposeRewriteArgs",
     "RewriteEdgeArgs",
@@ -48,6 +49,8 @@ __all__ = [
 ]
 
 PROPOSE_REWRITE_TOOL: Final = "propose_rewrite"
+MAX_LISTED_ANCHORS: Final = 32
+"""Above this many allowed anchors the schema lists none (the runtime still checks every one)."""
 
 ConfigValue = str | int | float | bool
 
@@ -188,7 +191,8 @@ def _inline(schema: dict[str, Any]) -> dict[str, Any]:
 def _shown_schema(anchors: list[str], kinds: list[str], operations: list[str]) -> dict[str, Any]:
     schema = _inline(ProposeRewriteArgs.model_json_schema())
     props = schema["properties"]
-    props["anchor"]["enum"] = anchors
+    if len(anchors) <= MAX_LISTED_ANCHORS:
+        props["anchor"]["enum"] = anchors
     props["operation"]["enum"] = operations
     props["nodes"]["items"]["properties"]["kind"]["enum"] = kinds
     if "expand_node" not in operations:
@@ -236,16 +240,22 @@ def make_propose_rewrite_tool(context: Any) -> BaseTool:
             raise ToolException(content)  # an error result: the model should revise
         return content
 
+    anchors = session.anchors()
+    listed = (
+        ", ".join(anchors)
+        if len(anchors) <= MAX_LISTED_ANCHORS
+        else f"{anchors[0]} or any pending node below it"
+    )
     description = (
         "Propose a change to the part of this workflow that has not run yet: add stages after a node "
         "(append_after) or expand a node (expand_node). The runtime admits or rejects it against a "
-        f"fixed budget and answers with its decision. Anchors you may use: {', '.join(session.anchors())}. "
+        f"fixed budget and answers with its decision. Anchors you may use: {listed}. "
         f"You have {session.policy.attempts} proposals."
     )
     return StructuredTool.from_function(
         func=propose_rewrite,
         name=PROPOSE_REWRITE_TOOL,
         description=description,
-        args_schema=_shown_schema(session.anchors(), sorted(session.vocabulary), operations),
+        args_schema=_shown_schema(anchors, sorted(session.vocabulary), operations),
         handle_tool_error=True,
     )
