@@ -274,6 +274,7 @@ class StorageError(CortexError, RuntimeError):
             ``unsupported_url`` (not a SQLite path or a ``postgresql://`` URL),
             ``unreachable`` (cannot connect or open the database),
             ``not_found`` (no database at that path),
+            ``not_a_database`` (the file is not SQLite, or not a cortex-agents database),
             ``busy`` (another process held setup too long),
             ``corrupt`` (a stored item is not what cortex-agents wrote).
     """

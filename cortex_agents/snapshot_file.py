@@ -381,6 +381,16 @@ def _read_file(path: str | Path) -> str:
         raw = Path(path).read_bytes()
     except OSError as exc:
         raise InvalidSnapshot([Problem(str(path), f"cannot read file: {exc.strerror}")]) from None
+    if raw.startswith(b"SQLite format 3\x00"):
+        raise InvalidSnapshot(
+            [
+                Problem(
+                    str(path),
+                    "is a SQLite database, not a snapshot file: "
+                    "to read a thread of a database, pass --thread",
+                )
+            ]
+        )
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:

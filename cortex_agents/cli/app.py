@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import typer
 from rich.console import Console
 
 from cortex_agents.errors import CortexError
 
-__all__ = ["app", "fail_cleanly", "main", "memory_app", "stderr", "stdout"]
+__all__ = ["app", "fail_cleanly", "main", "memory_app", "stderr", "stdout", "write_output"]
 
 app = typer.Typer(
     name="cortex-agents",
@@ -33,6 +34,18 @@ def fail_cleanly() -> Iterator[None]:
         yield
     except CortexError as exc:
         stderr.print(f"error: {exc}", markup=False)
+        raise typer.Exit(1) from None
+
+
+def write_output(target: Path, data: str | bytes) -> None:
+    """Write a command's output file, or exit 1 with one message (missing folder, a directory...)."""
+    try:
+        if isinstance(data, bytes):
+            target.write_bytes(data)
+        else:
+            target.write_text(data, encoding="utf-8")
+    except OSError as exc:
+        stderr.print(f"error: cannot write {str(target)!r}: {exc.strerror or exc}", markup=False)
         raise typer.Exit(1) from None
 
 

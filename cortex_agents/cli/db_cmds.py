@@ -11,9 +11,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from cortex_agents.cli.app import app, fail_cleanly, stderr, stdout
-from cortex_agents.errors import InvalidArgument, StorageError
-from cortex_agents.persistence import CortexSaver, is_postgres_url, open_saver
+from cortex_agents.cli.app import app, fail_cleanly, stderr, stdout, write_output
+from cortex_agents.errors import InvalidArgument
+from cortex_agents.persistence import CortexSaver, open_saver, require_database
 from cortex_agents.persistence.inspection import describe_thread, list_threads
 from cortex_agents.persistence.transfer import export_as_seen_by, export_document, import_document
 from cortex_agents.snapshot_file import dump_snapshot, load_snapshot, load_snapshot_forensic
@@ -24,9 +24,13 @@ ThreadOption = Annotated[str, typer.Option("--thread", help="The thread (run) id
 
 @contextmanager
 def open_database(db: str, *, create: bool = False) -> Iterator[CortexSaver]:
-    """Open a database for the CLI; a SQLite file must exist unless ``create``."""
-    if not create and not is_postgres_url(db) and not Path(db).is_file():
-        raise StorageError("not_found", f"no database at {db!r}")
+    """Open a database for the CLI.
+
+    Without ``create`` (commands that only read) it must already be a
+    cortex-agents database, checked without writing anything.
+    """
+    if not create:
+        require_database(db)
     with open_saver(db) as saver:
         yield saver
 
@@ -55,7 +59,7 @@ def export(
         else:
             document = export_document(saver, thread, checkpoint_id=checkpoint)
         text = dump_snapshot(document)
-    output.write_text(text, encoding="utf-8")
+        write_output(output, text)
     stdout.print(
         f"exported {thread!r}: {len(document.nodes)} nodes, {len(document.edges)} edges -> {output}",
         markup=False,

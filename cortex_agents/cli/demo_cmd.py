@@ -26,6 +26,8 @@ def _tool_calls(result: RunResult) -> None:
         if not isinstance(event, ToolCallMade):
             continue
         arguments = json.dumps(dict(event.arguments), ensure_ascii=False)
+        if len(arguments) > 160:  # the full arguments stay in the database (`inspect`)
+            arguments = arguments[:159] + "…"
         outcome: Any = event.result or {}
         title = f"{event.node_id} called {event.tool}({arguments})"
         if outcome.get("status") != "success" or "matches" not in outcome:
@@ -67,16 +69,20 @@ def _tool_calls(result: RunResult) -> None:
 def _report(result: RunResult) -> None:
     review = (result.outputs.get("reviewer") or {}).get("value", {})
     report = (result.outputs.get("rewriter") or {}).get("value", {})
+    # A small model often answers beside the JSON asked for; say so rather than pass a guess off.
+    unparsed = " (the model did not answer in the JSON asked for: inferred from its text)"
     if review:
         gaps = "; ".join(review.get("gaps", [])) or "none"
+        note = "" if review.get("parsed", True) else unparsed
         stdout.print(
             Panel(
-                f"verdict: {review.get('verdict')}\ngaps: {gaps}\n{review.get('notes', '')}",
+                f"verdict: {review.get('verdict')}{note}\ngaps: {gaps}\n{review.get('notes', '')}",
                 title="review",
             )
         )
     if report:
-        stdout.print(Panel(str(report.get("report", "")), title="final report"))
+        title = "final report" if report.get("parsed", True) else f"final report{unparsed}"
+        stdout.print(Panel(str(report.get("report", "")) or "(empty)", title=title))
 
 
 @app.command()
@@ -92,20 +98,17 @@ def demo(
     ] = "claim_review",
 ) -> None:
     """Run the claim-review workflow from its recorded LLM exchanges: no key, no network."""
-    with fail_cleanly():
-        if scenario not in SCENARIOS:
-            from cortex_agents.errors import InvalidArgument
-
-            raise InvalidArgument("--scenario", f"must be one of {sorted(SCENARIOS)}", scenario)
-        chosen = SCENARIOS[scenario]
-        thread_id = thread or chosen.thread
+    if scenario not in SCENARIOS:  # a usage error: exit 2, like any bad option value
+        raise typer.BadParameter(f"must be one of {sorted(SCENARIOS)}", param_hint="--scenario")
+    chosen = SCENARIOS[scenario]
+    thread_id = thread or chosen.thread
+    with fail_cleanly(), open_database(db, create=True) as saver:
         stdout.print(f"[bold]{chosen.name}[/bold]: {chosen.description}")
         stdout.print(
             f"input: {json.dumps(chosen.input)}  (replayed from recorded exchanges, network blocked)"
         )
-        with open_database(db, create=True) as saver:
-            result = run_recorded(chosen, saver, thread=thread_id, on_progress=_Printer())
-            described = describe_thread(saver, thread_id)
+        result = run_recorded(chosen, saver, thread=thread_id, on_progress=_Printer())
+        described = describe_thread(saver, thread_id)
     _tool_calls(result)
     _summary(result.state.nodes.values())
     _report(result)

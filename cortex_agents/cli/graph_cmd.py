@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from cortex_agents.cli.app import app, fail_cleanly, stderr, stdout
+from cortex_agents.cli.app import app, fail_cleanly, stdout, write_output
 from cortex_agents.cli.db_cmds import DbArgument, ThreadOption, open_database
 from cortex_agents.persistence.inspection import thread_log
 from cortex_agents.picture import Picture, layout, picture_of, to_html, to_mermaid, to_png
@@ -66,14 +66,7 @@ def graph(
         data = to_html(picture, shape)
     else:
         data = to_mermaid(picture, shape)
-    try:
-        if isinstance(data, bytes):
-            target.write_bytes(data)
-        else:
-            target.write_text(data, encoding="utf-8")
-    except OSError as exc:
-        stderr.print(f"error: cannot write {str(target)!r}: {exc.strerror or exc}", markup=False)
-        raise typer.Exit(1) from None
+    write_output(target, data)
     stdout.print(
         f"wrote the {fmt.value} graph of {thread!r} to {target} ({len(picture.nodes)} nodes, "
         f"admitted rewrites: {len(picture.admitted)}, rejected proposals: {len(picture.rejected)})",

@@ -77,9 +77,9 @@ def _render(matches: tuple[Match, ...], title: str) -> None:
         width = max([len(header), *(len(row[i]) for row in rows)])
         justify = "right" if header in {"#", "hops"} else "left"
         table.add_column(header, justify=justify, no_wrap=True, min_width=width)
-    table.add_column("body", overflow="ellipsis", no_wrap=True, ratio=1)
+    table.add_column("body", overflow="ellipsis", no_wrap=True, ratio=1, min_width=12)
     for row, m in zip(rows, matches, strict=True):
-        table.add_row(*row, m.body_text)
+        table.add_row(*row, " ".join(m.body_text.split()))  # one line per match
     stdout.print(table)
     if not matches:
         stdout.print("no matches")

@@ -14,6 +14,7 @@ from rich.table import Table
 from cortex_agents.cli.app import app, fail_cleanly, stderr, stdout
 from cortex_agents.cli.db_cmds import open_database
 from cortex_agents.errors import InvalidArgument, RunFailed
+from cortex_agents.persistence.transfer import thread_config
 from cortex_agents.runtime import Progress, Runtime, load_wire
 from cortex_agents.stages.llm import CHAT_MODEL, chat_model_from_env
 from cortex_agents.substrate import NodeScheduled, StageCompleted, StageFailed, StageStarted
@@ -97,6 +98,12 @@ def run(
             stdout.print(
                 f"running [bold]{wire.name}[/bold] on thread [bold]{thread_id}[/bold] in {db}"
             )
+            if input_json is not None and saver.get_tuple(thread_config(thread_id)) is not None:
+                stderr.print(
+                    f"note: thread {thread_id!r} exists, so it is resumed with the input it "
+                    "started with; --input is ignored",
+                    markup=False,
+                )
             try:
                 result = runtime.run(thread_id, run_input, on_progress=_Printer())
             except RunFailed:

@@ -27,7 +27,7 @@ from cortex_agents.memory.spec import WalkSpec, Weights
 
 __all__ = ["BUILTIN_PRESETS", "Preset", "PresetRegistry"]
 
-_NAME: Final = re.compile(r"[A-Za-z0-9_.-]+")
+_NAME: Final = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -35,7 +35,7 @@ class Preset:
     """A named walk spec.
 
     Attributes:
-        name: Matches ``[A-Za-z0-9_.-]+``.
+        name: Matches ``[A-Za-z0-9_.-]+``, at most 64 characters.
         spec: The walk it stands for.
         description: One line for humans (shown by the CLI and the tool schema).
     """
@@ -46,7 +46,9 @@ class Preset:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
-            raise InvalidArgument("preset.name", "must match `[A-Za-z0-9_.-]+`", self.name)
+            raise InvalidArgument(
+                "preset.name", "must match `[A-Za-z0-9_.-]+`, at most 64 characters", self.name
+            )
         if not isinstance(self.spec, WalkSpec):
             raise InvalidArgument("preset.spec", "must be a `WalkSpec`", self.spec)
 

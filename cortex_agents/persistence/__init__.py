@@ -12,6 +12,7 @@ from cortex_agents.persistence.backends import (
     is_postgres_url,
     memory_saver,
     open_saver,
+    require_database,
 )
 from cortex_agents.persistence.inspection import (
     ThreadSummary,
@@ -63,6 +64,7 @@ __all__ = [
     "list_threads",
     "memory_saver",
     "open_saver",
+    "require_database",
     "open_view",
     "sqlite_connect",
     "thread_config",

@@ -6,10 +6,12 @@ both are set up (created or migrated) on open.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
+from cortex_agents.errors import StorageError
 from cortex_agents.persistence.locks import FileLocks, PostgresLocks, ProcessLocks
 from cortex_agents.persistence.memory import InMemorySubstrateStore
 from cortex_agents.persistence.saver import DEFAULT_CHANNEL, CortexSaver
@@ -19,9 +21,63 @@ from cortex_agents.persistence.sql import (
     Synchronous,
     sqlite_connect,
 )
-from cortex_agents.persistence.urls import is_postgres_url, postgres_reachable, sqlite_path
+from cortex_agents.persistence.urls import (
+    is_postgres_url,
+    postgres_reachable,
+    redact_url,
+    sqlite_path,
+)
 
-__all__ = ["aopen_saver", "is_postgres_url", "memory_saver", "open_saver"]
+__all__ = ["aopen_saver", "is_postgres_url", "memory_saver", "open_saver", "require_database"]
+
+_MARKER = "cortex_migrations"  # the table every cortex-agents database has from its first open
+
+
+def require_database(db: str | Path) -> None:
+    """Check, reading only, that ``db`` is an existing cortex-agents database.
+
+    :func:`open_saver` creates and migrates what it opens; a command that
+    only reads (inspect, export, ...) calls this first, so that a wrong path
+    — a missing file, an empty file, some other SQLite or non-SQLite file,
+    a Postgres database cortex-agents never used — is refused with nothing
+    changed.
+
+    Raises:
+        StorageError: ``not_found`` (no such file), ``not_a_database`` (not a
+            cortex-agents database), ``unreachable`` (Postgres refused).
+    """
+    if is_postgres_url(db):
+        import psycopg
+
+        with postgres_reachable(str(db)), psycopg.connect(str(db)) as conn:
+            row = conn.execute("SELECT to_regclass(%s)", (_MARKER,)).fetchone()
+        if row is None or row[0] is None:
+            raise StorageError(
+                "not_a_database",
+                f"{redact_url(str(db))} holds no cortex-agents tables; nothing was changed",
+            )
+        return
+    path = sqlite_path(db)
+    if not path.is_file():
+        raise StorageError("not_found", f"no database at {str(db)!r}")
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            found = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (_MARKER,)
+            ).fetchone()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise StorageError(
+            "not_a_database", f"{str(db)!r} is not a SQLite database ({exc}); nothing was changed"
+        ) from None
+    if found is None:
+        raise StorageError(
+            "not_a_database",
+            f"{str(db)!r} is not a cortex-agents database (it has no cortex tables); "
+            "nothing was changed",
+        )
 
 
 def memory_saver(*, channel: str = DEFAULT_CHANNEL) -> CortexSaver:

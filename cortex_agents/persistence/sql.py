@@ -153,11 +153,24 @@ def sqlite_connect(
     """
     if synchronous not in ("FULL", "NORMAL"):
         raise InvalidArgument("synchronous", "must be 'FULL' or 'NORMAL'", synchronous)
+    where = Path(path)
+    if where.is_dir():
+        raise StorageError("unreachable", f"cannot open {str(path)!r}: it is a directory")
+    if not where.parent.is_dir():
+        raise StorageError(
+            "unreachable", f"cannot open {str(path)!r}: no directory {str(where.parent)!r}"
+        )
     conn = sqlite3.connect(str(path), check_same_thread=False, timeout=busy_timeout_ms / 1000)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute(f"PRAGMA synchronous={synchronous}")
-    conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
-    conn.execute("PRAGMA foreign_keys=ON")
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(f"PRAGMA synchronous={synchronous}")
+        conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+        conn.execute("PRAGMA foreign_keys=ON")
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise StorageError(
+            "not_a_database", f"cannot open {str(path)!r} as a SQLite database: {exc}"
+        ) from None
     return conn
 
 

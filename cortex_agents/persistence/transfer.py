@@ -63,9 +63,15 @@ class UnknownThread(UnknownNode):
 
     code = "unknown_thread"
 
-    def __init__(self, thread_id: str) -> None:
+    def __init__(self, thread_id: str, checkpoint_id: str | None = None) -> None:
         UnknownNode.__init__(self, thread_id)
-        self.args = (f"no thread {thread_id!r} in this database",)
+        self.checkpoint_id = checkpoint_id
+        if checkpoint_id is None:
+            self.args = (f"no thread {thread_id!r} in this database",)
+        else:
+            self.args = (
+                f"no checkpoint {checkpoint_id!r} of thread {thread_id!r} in this database",
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +176,8 @@ def export_document(
     tup = saver.get_tuple(thread_config(thread_id, checkpoint_id))
     log = None if tup is None else tup.checkpoint["channel_values"].get(saver.channel)
     if log is None:
+        if checkpoint_id is not None and saver.get_tuple(thread_config(thread_id)) is not None:
+            raise UnknownThread(thread_id, checkpoint_id)
         raise UnknownThread(thread_id)
     entry_time = latest_time(log)
     metadata = tup.metadata or {}

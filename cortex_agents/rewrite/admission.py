@@ -37,7 +37,7 @@ from cortex_agents.rewrite.spec import ProposalInvalid, RewriteProposal, parse_p
 from cortex_agents.substrate.records import NodeId, RejectionCode, RewriteFact
 from cortex_agents.substrate.state import GraphState
 
-__all__ = ["Rejection", "admit", "refuse", "static_cost"]
+__all__ = ["Rejection", "admit", "recorded_proposal", "refuse", "static_cost"]
 
 
 class Rejection(Exception):
@@ -62,10 +62,13 @@ def static_cost(proposal: RewriteProposal, diff: RewriteDiff) -> dict[str, int]:
     }
 
 
-def _json_safe(raw: Any) -> dict[str, Any]:
+def recorded_proposal(raw: Any) -> dict[str, Any]:
     """The proposal as recorded: JSON, whatever was submitted."""
     if isinstance(raw, RewriteProposal):
-        raw = raw.to_dict()
+        try:
+            raw = raw.to_dict()
+        except (TypeError, ValueError, AttributeError):
+            return {"submitted": repr(raw)}
     try:
         value = json.loads(json.dumps(raw, allow_nan=False, default=repr))
     except (TypeError, ValueError):
@@ -246,7 +249,7 @@ def admit(
         The decision, ready to record (``rewrite_admitted`` or ``rewrite_rejected``).
     """
     before = remaining(granted, state.budget_spent())
-    recorded = _json_safe(raw)
+    recorded = recorded_proposal(raw)
     cost: dict[str, int] = {}
     try:
         if attempt > policy.attempts:
@@ -305,7 +308,7 @@ def refuse(
     return RewriteFact(
         rewrite_id=None,
         proposer=NodeId(proposer),
-        proposal=_json_safe(raw),
+        proposal=recorded_proposal(raw),
         decision="rejected",
         code=rejection.code,
         check=rejection.check,

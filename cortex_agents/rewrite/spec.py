@@ -209,13 +209,23 @@ def _ids(value: Any, where: str) -> tuple[str, ...]:
 
 
 def parse_proposal(raw: Any) -> RewriteProposal:
-    """A proposal from its JSON form (or a :class:`RewriteProposal`, returned as is).
+    """A proposal from its JSON form or a :class:`RewriteProposal`.
+
+    A ``RewriteProposal`` built in code (a stage function's) is checked by
+    the same rules as JSON: it is turned into its JSON form and parsed again,
+    so no shape rule can be skipped by constructing the object directly.
 
     Raises:
         ProposalInvalid: the shape breaks a rule (the field and the rule are named).
     """
     if isinstance(raw, RewriteProposal):
-        return raw
+        try:
+            raw = raw.to_dict()
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise ProposalInvalid(
+                "proposal",
+                f"a RewriteProposal whose fields do not have their declared types ({exc})",
+            ) from None
     data = _mapping(raw, "", _TOP_KEYS)
     op = data.get("op")
     if op not in ("expand_node", "append_after"):

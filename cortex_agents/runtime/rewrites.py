@@ -10,9 +10,12 @@ runtime materializes admitted rewrites into the substrate right after the
 stage's superstep — or, after a crash, before it schedules anything else.
 
 Idempotent: every decision carries a key, ``<stage>#<attempt>:<call id>``
-(a stage function's proposals are numbered ``p1``, ``p2``, ...). Proposing
-again under a key already decided returns the recorded decision; nothing is
-admitted twice.
+(a stage function's proposals, and a model's calls that carry no id, are
+numbered ``p1``, ``p2``, ...). The same call made again — same key, same
+proposal — returns the recorded decision; nothing is admitted twice. A key
+already decided for a *different* proposal (a model reusing a call id, or a
+call id that happens to read ``p2``) is not a replay: that proposal is
+decided on its own under ``<key>~2``, ``<key>~3``, ...
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from cortex_agents.rewrite.admission import Rejection, admit, refuse
+from cortex_agents.rewrite.admission import Rejection, admit, recorded_proposal, refuse
 from cortex_agents.rewrite.budget import remaining
 from cortex_agents.rewrite.materialize import materialize
 from cortex_agents.rewrite.policy import RewritePolicy
@@ -95,11 +98,17 @@ class RewriteSession:
         pending = sorted(n for n in seen if state.nodes[n].status == "pending")
         return [self.proposer, *pending]
 
-    def _key(self, call_id: str | None) -> tuple[str, RewriteFact | None]:
-        if call_id is None:
-            return f"{self.proposer}#{self.attempt}:p{self._made + 1}", None
-        key = f"{self.proposer}#{self.attempt}:{call_id}"
-        return key, next((f for f in self._state.rewrites if f.key == key), None)
+    def _key(self, call_id: str | None, raw: Any) -> tuple[str, RewriteFact | None]:
+        """The decision's key, and the decision already recorded for this very call."""
+        decided = {f.key: f for f in self._state.rewrites}
+        base = f"{self.proposer}#{self.attempt}:{call_id or f'p{self._made + 1}'}"
+        key, n = base, 1
+        while (fact := decided.get(key)) is not None:
+            if call_id and fact.proposal == recorded_proposal(raw):
+                return key, fact  # the same call made again
+            n += 1
+            key = f"{base}~{n}"
+        return key, None
 
     def _decide(self, fact: RewriteFact) -> RewriteFact:
         at = self._clock()
@@ -120,7 +129,7 @@ class RewriteSession:
 
         It counts as one of the stage's attempts, like any proposal.
         """
-        key, recorded = self._key(call_id)
+        key, recorded = self._key(call_id, raw)
         if recorded is not None:
             return recorded
         self._made += 1
@@ -148,7 +157,7 @@ class RewriteSession:
             The recorded decision: ``admitted`` (``rewrite_id``, ``diff``,
             budget after) or ``rejected`` (``code``, ``check``, ``reason``).
         """
-        key, recorded = self._key(call_id)
+        key, recorded = self._key(call_id, proposal)
         if recorded is not None:
             return recorded  # a replayed call: the decision stands
         self._made += 1

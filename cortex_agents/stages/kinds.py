@@ -47,6 +47,8 @@ from cortex_agents.stages.outputs import (
     Review,
     parse_output,
 )
+from cortex_agents.tools.delimit import escape_text
+from cortex_agents.tools.propose_rewrite import PROPOSE_REWRITE_TOOL
 
 __all__ = ["KINDS", "analyst", "merge", "planner", "reviewer", "rewriter"]
 
@@ -100,7 +102,7 @@ def analyst(ctx: StageContext) -> dict[str, Any]:
     result = converse(
         ctx,
         system=stage_prompt(ctx, claim_ref=ref),
-        user=f"<question>\n{question}\n</question>\n{render_inputs(ctx.inputs)}",
+        user=f"<question>\n{escape_text(question)}\n</question>\n{render_inputs(ctx.inputs)}",
     )
     text = str(result.message.content)
     found = parse_output(text, Analysis)
@@ -166,10 +168,17 @@ def _repairs(ctx: StageContext) -> bool:
 def rewriter(ctx: StageContext) -> dict[str, Any]:
     """Write the final report, addressing the review's gaps; may propose a repair branch."""
     user, recalled = _with_branches(ctx)
-    policy = tool_policy(ctx)
+    policy, propose = tool_policy(ctx), True
     if ctx.rewrites is not None and not _repairs(ctx):
-        policy = dataclasses.replace(policy, max_rounds=0)  # no repair: no tool, no mention
-    result = converse(ctx, system=stage_prompt(ctx), user=user, policy=policy)
+        # No repair this time: propose_rewrite leaves the catalog (and the prompt); the
+        # stage's memory tools stay, and a tool choice that forced the proposal relaxes.
+        propose = False
+        policy = dataclasses.replace(
+            policy,
+            first="auto" if policy.first == PROPOSE_REWRITE_TOOL else policy.first,
+            then="auto" if policy.then == PROPOSE_REWRITE_TOOL else policy.then,
+        )
+    result = converse(ctx, system=stage_prompt(ctx), user=user, policy=policy, propose=propose)
     text = str(result.message.content)
     report = parse_output(text, Report) or Report(report=text.strip()[:1200], parsed=False)
     output = _envelope("report", report)

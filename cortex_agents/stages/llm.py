@@ -15,7 +15,6 @@ time or random value reaches a request, so recorded cassettes replay.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
@@ -28,7 +27,7 @@ from cortex_agents.errors import CortexError, InvalidArgument
 from cortex_agents.memory.match import Match
 from cortex_agents.memory.strategy import Topological
 from cortex_agents.runtime.context import StageContext
-from cortex_agents.scratch import ScratchConnector, make_memory_tool
+from cortex_agents.scratch import MEMORY_TOOL_NAME, ScratchConnector, make_memory_tool
 from cortex_agents.stages.prompts import (
     MEMORY_NUDGE,
     REWRITE_NUDGE,
@@ -36,10 +35,12 @@ from cortex_agents.stages.prompts import (
     prompt_for,
     render,
 )
+from cortex_agents.tools.delimit import data_json, escape_text
 from cortex_agents.tools.loop import ToolLoopResult, ToolPolicy, run_tool_loop
 from cortex_agents.tools.memory_query import (
     DEFAULT_TOKEN_BUDGET,
     MEMORY_QUERY_TOOL,
+    check_token_budget,
     make_memory_query_tool,
 )
 from cortex_agents.tools.propose_rewrite import PROPOSE_REWRITE_TOOL, make_propose_rewrite_tool
@@ -136,22 +137,32 @@ def _model(ctx: StageContext) -> BaseChatModel:
     return model
 
 
-def stage_tools(ctx: StageContext, policy: ToolPolicy | None = None) -> list[BaseTool]:
+def stage_tools(
+    ctx: StageContext, policy: ToolPolicy | None = None, *, propose: bool = True
+) -> list[BaseTool]:
     """The stage's tool catalog: what its model sees and all it may run.
 
     Empty for a classic stage without scratch memory or rewrite capability,
     and for any stage whose tool policy (``policy``, else its config's)
-    allows no tool round.
+    allows no tool round. ``propose=False`` leaves ``propose_rewrite`` out of
+    a rewrite-capable stage's catalog (the stage decided not to rewrite this
+    time); its other tools stay.
+
+    Raises:
+        InvalidArgument: ``config.memory_token_budget`` is not an integer in range.
     """
     tools: list[BaseTool] = []
     if (policy or tool_policy(ctx)).max_rounds < 1:
         return tools
     if isinstance(ctx.strategy, Topological):
-        budget = int(ctx.config.get("memory_token_budget", DEFAULT_TOKEN_BUDGET))
+        budget = check_token_budget(
+            ctx.config.get("memory_token_budget", DEFAULT_TOKEN_BUDGET),
+            "config.memory_token_budget",
+        )
         tools.append(make_memory_query_tool(ctx.memory.presets, budget=budget))
     if ctx.scratch is not None:
         tools.append(make_memory_tool())
-    if ctx.rewrites is not None:
+    if ctx.rewrites is not None and propose:
         tools.append(make_propose_rewrite_tool(ctx))
     return tools
 
@@ -161,38 +172,49 @@ def tool_policy(ctx: StageContext) -> ToolPolicy:
     raw = ctx.config.get("tools", {})
     if not isinstance(raw, Mapping):
         raise InvalidArgument("config.tools", "must be a table", raw)
-    allowed = {"max_rounds", "first", "then", "empty_content"}
+    allowed = {"max_rounds", "first", "then", "empty_content", "max_calls_per_turn"}
     if unknown := sorted(set(raw) - allowed):
         raise InvalidArgument(
             f"config.tools.{unknown[0]}", f"is not a tool policy field ({sorted(allowed)})", raw
         )
-    return ToolPolicy(**raw)
+    try:
+        return ToolPolicy(**raw)
+    except InvalidArgument as exc:
+        raise InvalidArgument(f"config.tools.{exc.field}", exc.rule, exc.value) from None
 
 
 def render_inputs(inputs: Mapping[str, Any]) -> str:
-    """The stage's direct inputs, delimited as data."""
-    body = json.dumps(dict(inputs), sort_keys=True, ensure_ascii=False, indent=1)
-    return f"<inputs>\n{body}\n</inputs>"
+    """The stage's direct inputs, delimited as data (JSON that cannot close the tag)."""
+    return f"<inputs>\n{data_json(dict(inputs))}\n</inputs>"
 
 
 def render_matches_block(tag: str, matches: Sequence[Match]) -> str:
     """Recalled nodes as a delimited data block (empty when there are none)."""
     if not matches:
         return ""
-    lines = [f"- {m.node_id} (key {m.routing_key}): {m.body_text}" for m in matches]
+    lines = [
+        f"- {escape_text(m.node_id)} (key {escape_text(m.routing_key)}): {escape_text(m.body_text)}"
+        for m in matches
+    ]
     return f"<{tag}>\n" + "\n".join(lines) + f"\n</{tag}>"
 
 
 def converse(
-    ctx: StageContext, *, system: str, user: str, policy: ToolPolicy | None = None
+    ctx: StageContext,
+    *,
+    system: str,
+    user: str,
+    policy: ToolPolicy | None = None,
+    propose: bool = True,
 ) -> ToolLoopResult:
     """One stage's conversation: system prompt, user message, catalog-bound tool loop.
 
     ``policy`` overrides the tool policy of the stage's config (a stage may
-    decide at run time, e.g. to offer no tool at all).
+    decide at run time, e.g. to offer no tool at all); ``propose=False``
+    leaves ``propose_rewrite`` out (see :func:`stage_tools`).
     """
     policy = policy or tool_policy(ctx)
-    tools = stage_tools(ctx, policy)
+    tools = stage_tools(ctx, policy, propose=propose)
     names = {t.name for t in tools}
     folder = ctx.extras.get("prompts_dir")
     for tool, nudge in ((MEMORY_QUERY_TOOL, MEMORY_NUDGE), (PROPOSE_REWRITE_TOOL, REWRITE_NUDGE)):
@@ -201,7 +223,7 @@ def converse(
     messages: list = [SystemMessage(system.strip()), HumanMessage(user.strip())]
     if ctx.scratch is not None:  # the connector: the stage's scratch memory, as data
         messages = ScratchConnector(**dict(ctx.config.get("scratch_connector", {}))).inject(
-            messages, ctx.scratch
+            messages, ctx.scratch, tool=MEMORY_TOOL_NAME in names
         )
     return run_tool_loop(
         _model(ctx), messages, tools=tools, context=ctx, policy=policy, journal=ctx.record

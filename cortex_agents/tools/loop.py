@@ -25,7 +25,7 @@ from langgraph.prebuilt import ToolRuntime
 
 from cortex_agents.errors import InvalidArgument
 from cortex_agents.substrate.events import ToolCallMade
-from cortex_agents.tools.results import tool_error
+from cortex_agents.tools.results import json_safe, tool_error
 
 __all__ = ["ToolCall", "ToolLoopResult", "ToolPolicy", "run_tool_loop"]
 
@@ -44,12 +44,26 @@ class ToolPolicy:
         then: ``tool_choice`` of later tool turns.
         empty_content: Text put in an assistant message that has tool calls
             but no text; some servers reject ``content: null`` (``None``: leave it).
+        max_calls_per_turn: Calls run per model turn; further calls of that
+            turn get a ``too_many_calls`` error and run nothing, so one turn
+            cannot multiply the stage's work or its transcript.
+
+    Raises:
+        InvalidArgument: ``max_rounds`` is not an integer in [0, 16] or
+            ``max_calls_per_turn`` not one in [1, 64].
     """
 
     max_rounds: int = 2
     first: ToolChoice = "auto"
     then: ToolChoice = "auto"
     empty_content: str | None = None
+    max_calls_per_turn: int = 8
+
+    def __post_init__(self) -> None:
+        for name, low, high in (("max_rounds", 0, 16), ("max_calls_per_turn", 1, 64)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise InvalidArgument(name, f"must be an integer from {low} to {high}", value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +178,16 @@ def execute_call(
     return message, record
 
 
+def _refused(call: Any, code: str, reason: str) -> tuple[ToolMessage, ToolCall]:
+    """An error answer to a call that did not run (malformed, or over the turn's limit)."""
+    name, call_id = call.get("name") or "", call.get("id") or ""
+    raw = call.get("args")
+    arguments = raw if isinstance(raw, dict) else {"raw": str(raw)[:2000]}
+    message = tool_error(code, reason, tool_call_id=call_id, name=name)
+    record = ToolCall(name, call_id, arguments, "error", str(message.content))
+    return message, record
+
+
 def run_tool_loop(
     model: BaseChatModel,
     messages: Sequence[BaseMessage],
@@ -190,13 +214,29 @@ def run_tool_loop(
             answer = model.invoke(transcript)
         if not isinstance(answer, AIMessage):
             answer = AIMessage(content=str(answer.content))
-        if answer.tool_calls and not answer.content and policy.empty_content is not None:
+        asked = [*answer.tool_calls, *answer.invalid_tool_calls]
+        if asked and not answer.content and policy.empty_content is not None:
             answer = answer.model_copy(update={"content": policy.empty_content})
         transcript.append(answer)
-        if not answer.tool_calls:
+        if not asked:
             return ToolLoopResult(answer, transcript, calls)
-        for call in answer.tool_calls:
-            message, record = execute_call(call, catalog if turn < rounds else {}, context)
+        for index, call in enumerate(asked):
+            if index >= policy.max_calls_per_turn:
+                message, record = _refused(
+                    call,
+                    "too_many_calls",
+                    f"at most {policy.max_calls_per_turn} tool calls run per turn; "
+                    "this one did not run: call it again in the next turn",
+                )
+            elif call.get("type") == "invalid_tool_call":
+                message, record = _refused(
+                    call,
+                    "invalid_argument",
+                    f"the arguments are not a valid JSON object ({call.get('error') or 'unparsable'})"
+                    "; nothing ran",
+                )
+            else:
+                message, record = execute_call(call, catalog if turn < rounds else {}, context)
             transcript.append(message)
             calls.append(record)
             if journal is not None and context is not None:
@@ -205,8 +245,8 @@ def run_tool_loop(
                         node_id=context.stage_id,
                         tool=record.name,
                         call_id=record.call_id,
-                        arguments=record.arguments,
-                        result=_summary(record),
+                        arguments=json_safe(record.arguments),
+                        result=json_safe(_summary(record)),
                         at=context.clock(),
                     )
                 )

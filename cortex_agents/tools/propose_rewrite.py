@@ -52,7 +52,8 @@ PROPOSE_REWRITE_TOOL: Final = "propose_rewrite"
 MAX_LISTED_ANCHORS: Final = 32
 """Above this many allowed anchors the schema lists none (the runtime still checks every one)."""
 
-ConfigValue = str | int | float | bool
+# Finite floats only: NaN and infinities are not JSON, and the decision is recorded as JSON.
+ConfigValue = str | int | Annotated[float, Field(allow_inf_nan=False)] | bool
 
 
 class RewriteNodeArgs(BaseModel):

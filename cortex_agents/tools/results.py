@@ -12,12 +12,14 @@ naming the field and the rule, so the model can correct the call.
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.messages import ToolMessage
 from pydantic import ValidationError
 
-__all__ = ["error_content", "tool_error", "validation_message"]
+__all__ = ["error_content", "json_safe", "tool_error", "validation_message"]
 
 
 def error_content(code: str, message: str) -> str:
@@ -43,3 +45,21 @@ def validation_message(exc: ValidationError) -> str:
             shown = shown[:77] + "..."
         lines.append(f"`{field}`: {error['msg']} (got {shown})")
     return "; ".join(lines)
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` as plain JSON data, whatever a model sent.
+
+    A model's arguments are parsed by Python's ``json``, which accepts
+    ``NaN`` and ``Infinity``; those, and any value JSON cannot hold, become
+    their ``repr`` string, so what is journaled can always be stored.
+    """
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return repr(value)

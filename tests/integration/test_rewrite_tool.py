@@ -66,11 +66,24 @@ def test_a_gap_gets_the_rewriter_the_tool_and_its_admitted_repair_branch_runs():
     assert result.outputs["rewriter"]["rewrites"][0]["decision"] == "admitted"
 
 
-def test_a_sound_review_offers_no_tool_and_mentions_none():
+def test_a_sound_review_keeps_the_memory_tool_but_offers_and_mentions_no_rewrite():
     result, chat = run(CLAIM_REVIEW, model([SOUND], [REPORT]))
     (request,) = rewriter_requests(chat)
-    assert "tools" not in request and "propose_rewrite" not in request["system"]
+    # still a topological stage: its memory tool stays; only propose_rewrite leaves the catalog
+    assert [t["function"]["name"] for t in request["tools"]] == ["cortex_memory_query"]
+    assert request["tool_choice"] == "auto"  # the forced propose_rewrite choice relaxed
+    assert "propose_rewrite" not in request["system"]
+    assert "cortex_memory_query" in request["system"]
     assert result.state.rewrites == () and result.outputs["rewriter"]["rewrites"] == []
+
+
+def test_a_forged_propose_rewrite_after_a_sound_review_runs_nothing():
+    forged = call("propose_rewrite", REPAIR, "rw-forged")
+    result, chat = run(CLAIM_REVIEW, model([SOUND], [forged, REPORT]))
+    assert result.complete and result.state.rewrites == ()
+    assert len(result.state.nodes) == 7
+    reply = json.loads(rewriter_requests(chat)[1]["messages"][-1].content)
+    assert reply["error"]["code"] == "tool_not_available"
 
 
 def test_bad_arguments_are_recorded_as_invalid_and_read_back_by_the_model():
@@ -147,3 +160,69 @@ def test_a_replayed_call_id_is_answered_from_the_record():
     assert [f.rewrite_id for f in result.state.rewrites] == [1]  # admitted once
     answers = [json.loads(r["messages"][-1].content) for r in rewriter_requests(chat)[1:]]
     assert answers[0]["rewrite_id"] == answers[1]["rewrite_id"] == 1
+
+
+def _rewriter_turns(turns: int):
+    tools = {"max_rounds": turns, "first": "propose_rewrite", "then": "propose_rewrite"}
+    stages = tuple(
+        replace(s, config={**s.config, "tools": tools}) if s.id == "rewriter" else s
+        for s in CLAIM_REVIEW.stages
+    )
+    return replace(CLAIM_REVIEW, stages=stages)
+
+
+def test_a_reused_call_id_with_a_different_proposal_is_decided_on_its_own():
+    oracle = {**REPAIR, "nodes": [{"id": "x", "kind": "oracle"}]}
+    replies = [
+        call("propose_rewrite", oracle, "same-id"),
+        call("propose_rewrite", REPAIR, "same-id"),  # a revision, not a replay
+        REPORT,
+    ]
+    result, chat = run(_rewriter_turns(2), model([GAP], replies))
+    facts = [(f.key, f.code or f.decision) for f in result.state.rewrites]
+    assert facts == [
+        ("rewriter#1:same-id", "vocabulary_violation"),
+        ("rewriter#1:same-id~2", "admitted"),
+    ]
+    assert result.complete and "rewriter:followup" in result.state.nodes
+    answer = json.loads(rewriter_requests(chat)[2]["messages"][-1].content)
+    assert answer["decision"] == "admitted"
+
+
+def test_calls_without_an_id_are_each_decided():
+    def no_id(args):
+        message = call("propose_rewrite", args)
+        return message.model_copy(update={"tool_calls": [{**message.tool_calls[0], "id": None}]})
+
+    oracle = {**REPAIR, "nodes": [{"id": "x", "kind": "oracle"}]}
+    result, _ = run(_rewriter_turns(2), model([GAP], [no_id(oracle), no_id(REPAIR), REPORT]))
+    facts = [(f.key, f.code or f.decision) for f in result.state.rewrites]
+    assert facts == [("rewriter#1:p1", "vocabulary_violation"), ("rewriter#1:p2", "admitted")]
+
+
+def test_non_finite_numbers_in_arguments_are_refused_and_the_run_goes_on(tmp_path):
+    from datetime import timedelta
+
+    from cortex_agents.persistence import open_saver
+    from cortex_agents.runtime import Runtime, TickingClock
+    from tests.helpers import T0
+
+    hostile = {
+        **REPAIR,
+        "nodes": [{"id": "f", "kind": "analyst", "config": {"x": float("inf"), "y": float("nan")}}],
+    }
+    chat = model([GAP], [call("propose_rewrite", hostile, "rw-inf"), REPORT])
+    with open_saver(str(tmp_path / "run.db")) as saver:  # a real store encodes every event
+        runtime = Runtime(
+            CLAIM_REVIEW,
+            saver,
+            clock=TickingClock(T0, timedelta(seconds=1)),
+            services={"chat_model": chat},
+        )
+        result = runtime.run("t", {"claim": "X"})
+    assert result.complete and len(result.state.nodes) == 7
+    (fact,) = result.state.rewrites
+    assert fact.code == "invalid_rewrite"
+    assert fact.check.startswith("arguments.nodes.0.config.x")
+    (made,) = [e for e in result.log if isinstance(e, ToolCallMade) and e.tool == "propose_rewrite"]
+    assert made.arguments["nodes"][0]["config"] == {"x": "inf", "y": "nan"}

@@ -100,3 +100,12 @@ def test_a_failing_wire_exits_non_zero_with_the_stage_error(tmp_path):
     result = cli("run", wire, "--db", tmp_path / "f.db", "--thread", "t")
     assert result.exit_code == 1
     assert "'only': KeyError: 'missing input'" in result.output
+
+
+def test_resuming_a_thread_with_a_new_input_says_the_input_is_ignored(tmp_path):
+    db = str(tmp_path / "db.sqlite")
+    first = cli("run", DEMO, "--db", db, "--thread", "t", "--input", '{"topic": "a"}')
+    assert first.exit_code == 0 and "ignored" not in first.output
+    again = cli("run", DEMO, "--db", db, "--thread", "t", "--input", '{"topic": "b"}')
+    assert again.exit_code == 0
+    assert "exists, so it is resumed with the input it started with" in again.stderr

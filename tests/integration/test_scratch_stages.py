@@ -122,3 +122,27 @@ def test_wire_files_declare_scratch(tmp_path):
     )
     with pytest.raises(InvalidWire, match=r"stages\[0\]\.scratch"):
         load_wire(tmp_path / "bad.toml")
+
+
+def test_a_stage_allowed_no_tool_round_sees_its_memory_but_no_mention_of_the_tool():
+    silent = (
+        WireBuilder("notes")
+        .kind("k", talk)
+        .stage("keeper", "k", scratch="global", config={"tools": {"max_rounds": 0}})
+        .build()
+    )
+    model = ScriptedChatModel(script={"You are keeper": [say("ok")]})
+    with open_scratch(None) as backend:
+        backend.bind("keeper", scope="global", thread_id=None).append("/plan", "step one")
+        runtime = Runtime(
+            silent,
+            memory_saver(),
+            clock=TickingClock(T0, timedelta(seconds=1)),
+            services={"chat_model": model},
+            scratch=backend,
+        )
+        assert runtime.run("t1").complete
+    (request,) = model.requests
+    assert "tools" not in request
+    (shown,) = [m for m in request["messages"] if m.id == MEMORY_MESSAGE]
+    assert "plan" in shown.content and "`memory`" not in shown.content

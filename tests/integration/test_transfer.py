@@ -160,3 +160,78 @@ def test_missing_database_and_bad_url_are_clear_errors(tmp_path):
     unreachable = cli("inspect", "postgresql://u:secret@127.0.0.1:1/x")
     assert unreachable.exit_code == 1
     assert "cannot connect" in unreachable.stderr and "secret" not in unreachable.stderr
+
+
+def _foreign_files(tmp_path):
+    import sqlite3
+
+    other = tmp_path / "app.db"
+    conn = sqlite3.connect(other)
+    conn.execute("CREATE TABLE users (id INTEGER)")
+    conn.commit()
+    conn.close()
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    text = tmp_path / "notes.db"
+    text.write_text("hello\n")
+    return {"another app's SQLite": other, "an empty file": empty, "a text file": text}
+
+
+READ_COMMANDS = [
+    ("inspect", "{db}"),
+    ("inspect", "{db}", "--thread", "t"),
+    ("export", "{db}", "--thread", "t", "-o", "{out}"),
+    ("graph", "{db}", "--thread", "t", "-o", "{out}"),
+    ("memory", "query", "{db}", "--thread", "t", "--origin", "a"),
+]
+
+
+@pytest.mark.parametrize("command", READ_COMMANDS, ids=lambda c: " ".join(c[:2]))
+def test_reading_commands_refuse_a_file_that_is_not_a_cortex_database_and_change_nothing(
+    tmp_path, command
+):
+    for label, path in _foreign_files(tmp_path).items():
+        before = path.read_bytes()
+        out = tmp_path / "out.json"
+        result = cli(*(part.format(db=path, out=out) for part in command))
+        assert result.exit_code == 1, (label, result.output)
+        assert "not a" in result.stderr and "nothing was changed" in result.stderr, label
+        assert "Traceback" not in result.output
+        assert path.read_bytes() == before, label  # not migrated, not switched to WAL
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db", "empty.db", "notes.db"]
+
+
+def test_commands_that_create_a_database_fail_cleanly_on_impossible_paths(tmp_path):
+    snapshot = tmp_path / "s.json"
+    snapshot.write_text(EXAMPLE.read_text())
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "notes.db").write_text("hello\n")
+    for db, message in [
+        (tmp_path / "nodir" / "x.db", "no directory"),
+        (tmp_path / "adir", "it is a directory"),
+        (tmp_path / "notes.db", "cannot open"),
+    ]:
+        for args in (
+            ("import", snapshot, db, "--thread", "t"),
+            ("run", "graphs/fanout_demo.py", "--db", db, "--thread", "t"),
+            ("demo", "--db", db),
+        ):
+            result = cli(*args)
+            assert result.exit_code == 1, (args, result.output)
+            assert message in result.stderr and "Traceback" not in result.output
+    assert not (tmp_path / "nodir").exists()
+    assert (tmp_path / "notes.db").read_text() == "hello\n"
+
+
+def test_export_to_an_impossible_path_and_an_unknown_checkpoint_fail_cleanly(tmp_path):
+    db = tmp_path / "c.db"
+    assert cli("import", EXAMPLE, db, "--thread", "t").exit_code == 0
+    for target in (tmp_path / "nodir" / "o.json", tmp_path):
+        result = cli("export", db, "--thread", "t", "-o", target)
+        assert result.exit_code == 1 and "cannot write" in result.stderr
+    bogus = cli("export", db, "--thread", "t", "--checkpoint", "bogus", "-o", tmp_path / "o.json")
+    assert bogus.exit_code == 1
+    assert "no checkpoint 'bogus' of thread 't'" in bogus.stderr
+    as_file = cli("memory", "query", db, "--origin", "reviewer")
+    assert as_file.exit_code == 1 and "is a SQLite database" in as_file.stderr
+    assert "pass --thread" in as_file.stderr

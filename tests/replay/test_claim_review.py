@@ -83,26 +83,28 @@ def test_every_stage_completed_on_the_wire_topology(replayed):
     assert isinstance(outputs["rewriter"]["value"]["report"], str)
 
 
-def test_only_the_topological_reviewer_was_offered_a_tool():
+def test_only_the_topological_stages_were_offered_the_memory_tool():
     offered: dict[str, set[str]] = {}
+    choices: dict[str, set[str]] = {}
     for request in recorded_requests():
         names = {t["function"]["name"] for t in request.get("tools", [])}
         offered.setdefault(kind_of(request), set()).update(names)
         if names:
-            assert request["tool_choice"] == {
-                "type": "function",
-                "function": {"name": "cortex_memory_query"},
-            }
+            choices.setdefault(kind_of(request), set()).add(json.dumps(request["tool_choice"]))
     assert offered == {
         "planner": set(),
         "analyst": set(),
         "merge": set(),
         "reviewer": {"cortex_memory_query"},
-        "rewriter": set(),
+        "rewriter": {"cortex_memory_query"},  # topological too; the review was sound: no rewrite
     }
+    forced = {"type": "function", "function": {"name": "cortex_memory_query"}}
+    assert choices == {"reviewer": {json.dumps(forced)}, "rewriter": {json.dumps("auto")}}
     prompts = {kind_of(r): r["messages"][0]["content"] for r in recorded_requests()}
-    assert "cortex_memory_query" in prompts["reviewer"]  # the nudge only where the tool is offered
-    assert all("cortex_memory_query" not in p for k, p in prompts.items() if k != "reviewer")
+    with_tool = {"reviewer", "rewriter"}
+    assert all("cortex_memory_query" in prompts[k] for k in with_tool)  # the nudge
+    assert all("cortex_memory_query" not in p for k, p in prompts.items() if k not in with_tool)
+    assert all("propose_rewrite" not in p for p in prompts.values())
 
 
 def test_the_reviewer_saw_the_analyst_branches_behind_the_merge(replayed):
@@ -114,19 +116,34 @@ def test_the_reviewer_saw_the_analyst_branches_behind_the_merge(replayed):
     assert "analyst-a" in branches and "merge (key" not in branches
 
 
+def test_a_malformed_call_came_back_as_a_tool_error_and_the_model_answered(replayed):
+    _, result = replayed
+    calls = [e for e in result.log if isinstance(e, ToolCallMade)]
+    assert [(c.node_id, c.tool, c.result["status"]) for c in calls] == [
+        ("reviewer", "cortex_memory_query", "error"),  # its JSON arguments were cut short
+        ("rewriter", "cortex_memory_query", "success"),
+    ]
+    error = json.loads(calls[0].result["content"])["error"]
+    assert error["code"] == "invalid_argument" and "not a valid JSON object" in error["message"]
+    assert set(calls[0].arguments) == {"raw"}  # what the model sent, kept as text
+    # the reviewer's second request carried the error back and it answered without tools
+    follow_up = [r for r in recorded_requests() if kind_of(r) == "reviewer"][1]
+    assert follow_up["messages"][-1]["role"] == "tool"
+    assert "invalid_argument" in follow_up["messages"][-1]["content"]
+    assert "tools" not in follow_up and result.state.nodes["reviewer"].status == "completed"
+
+
 def test_the_memory_tool_returned_exactly_what_the_pipeline_ranks(replayed):
     saver, result = replayed
-    (made,) = [e for e in result.log if isinstance(e, ToolCallMade)]
-    assert (made.node_id, made.tool, made.result["status"]) == (
-        "reviewer",
-        "cortex_memory_query",
-        "success",
-    )
+    (made,) = [
+        e for e in result.log if isinstance(e, ToolCallMade) and e.result["status"] == "success"
+    ]
+    assert (made.node_id, made.tool) == ("rewriter", "cortex_memory_query")
     arguments = dict(made.arguments)
     assert arguments.get("preset") in (None, "analyst", "default", "planner", "reviewer")
-    # recompute from the snapshot the reviewer was bound to: same ranking, same floats
-    seen = export_as_seen_by(saver, SCENARIO.thread, "reviewer").to_memory_snapshot()
-    handle = MemoryHandle(seen, "reviewer", strategy=Topological(preset="reviewer"))
+    # recompute from the snapshot the rewriter was bound to: same ranking, same floats
+    seen = export_as_seen_by(saver, SCENARIO.thread, "rewriter").to_memory_snapshot()
+    handle = MemoryHandle(seen, "rewriter", strategy=Topological(preset="reviewer"))
     spec = handle.presets.spec(arguments.get("preset") or "reviewer")
     expected = handle.query(
         spec, Query(text=arguments.get("query_text"), routing_key=arguments.get("routing_key"))
@@ -135,8 +152,9 @@ def test_the_memory_tool_returned_exactly_what_the_pipeline_ranks(replayed):
         (m["node_id"], m["score"], m["graph"], m["temporal"], m["semantic"])
         for m in made.result["matches"]
     ] == [(m.node_id, m.score, m.graph, m.temporal, m.semantic) for m in expected]
+    assert made.result["total"] == len(expected) > 0
     # the model's follow-up request carried that result back as a tool message
-    follow_up = [r for r in recorded_requests() if kind_of(r) == "reviewer"][1]
+    follow_up = [r for r in recorded_requests() if kind_of(r) == "rewriter"][1]
     assert follow_up["messages"][-1]["role"] == "tool"
     assert follow_up["messages"][-1]["content"].startswith("<memory_results ")
 
@@ -149,6 +167,7 @@ def test_replay_is_deterministic_and_writes_a_database_others_can_read(replayed,
     result = CliRunner().invoke(app, ["demo", "--db", str(db)])
     assert result.exit_code == 0, result.output
     assert "reviewer called cortex_memory_query" in result.stdout
+    assert "rewriter called cortex_memory_query" in result.stdout
     assert "final report" in result.stdout
     with open_saver(db) as saver:
         stored = saver.substrate({"configurable": {"thread_id": SCENARIO.thread}})

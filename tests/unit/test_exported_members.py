@@ -170,6 +170,7 @@ EXPECTED = {
         "list_threads",
         "memory_saver",
         "open_saver",
+        "require_database",
         "open_view",
         "sqlite_connect",
         "thread_config",

@@ -308,3 +308,42 @@ def test_static_cost_matches_the_recorded_diff():
     state = graph()
     fact = decide(state, DIAMOND)
     assert static_cost(parse_proposal(DIAMOND), RewriteDiff.from_dict(fact.diff)) == fact.cost
+
+
+# --- a proposal built in code is held to the same rules as JSON ---------------------------
+
+
+def _built(**changes):
+    from cortex_agents.rewrite import LocalNode, RewriteProposal, SubgraphSpec
+
+    spec = SubgraphSpec(nodes=(LocalNode(id="x", kind="step"),), entry=("x",), exit=("x",))
+    fields = {"op": "append_after", "anchor": "rewriter", "spec": spec, **changes}
+    return RewriteProposal(**fields)
+
+
+def _spec(nodes, **rest):
+    from cortex_agents.rewrite import LocalNode, SubgraphSpec
+
+    local = tuple(LocalNode(id=i, kind=k, config=c) for i, k, c in nodes)
+    ids = tuple(i for i, _, _ in nodes)
+    return SubgraphSpec(nodes=local, entry=rest.get("entry", ids[:1]), exit=ids[-1:])
+
+
+@pytest.mark.parametrize(
+    ("changes", "check"),
+    [
+        ({"op": "delete_node"}, "op"),
+        ({"mode": "replace"}, "mode"),
+        ({"spec": _spec([("a:b", "step", {})])}, "spec.nodes[0].id"),
+        ({"spec": _spec([("x", "step", {}), ("x", "step", {})])}, "spec.nodes[1].id"),
+        ({"spec": _spec([("x", ["step"], {})])}, "spec.nodes[0].kind"),
+        ({"spec": _spec([("x", "step", {"o": object()})])}, "spec.nodes[0].config"),
+        ({"spec": "not a spec"}, "proposal"),
+    ],
+)
+def test_a_rewrite_proposal_object_is_checked_like_json(changes, check):
+    state = graph()
+    fact = decide(state, _built(**changes))
+    assert (fact.decision, fact.code, fact.check) == ("rejected", "invalid_rewrite", check)
+    json.dumps(fact.proposal)  # recorded as JSON whatever was built
+    assert decide(state, _built()).decision == "admitted"  # the same, well built, is admitted

@@ -172,3 +172,18 @@ def test_defaults():
         "tree",
         4000,
     )
+
+
+def test_without_the_tool_the_text_never_mentions_it(memory):
+    rendered = ScratchConnector().render(memory, tool=False)
+    assert "`memory`" not in rendered.text and "`read`" not in rendered.text
+    assert "  notes/\n    todo" in rendered.body  # the memory is still shown
+    with_tool = ScratchConnector().render(memory)
+    assert "`read` a file with the `memory` tool" in with_tool.text
+
+
+def test_a_global_fallback_does_not_tell_the_model_to_read_files_it_cannot_reach(backend, memory):
+    rendered = ScratchConnector().render(thread_memory(backend, "t-empty"))
+    assert rendered.fell_back_to_global and "plan" in rendered.body
+    assert "`read` a file" not in rendered.text
+    assert "reads and writes this thread's memory, not these files" in rendered.text

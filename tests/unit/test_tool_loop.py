@@ -1,0 +1,96 @@
+"""The bounded tool loop: malformed calls and over-long turns get errors the model reads,
+nothing runs for them, and the loop goes on."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import tool
+
+from cortex_agents.errors import InvalidArgument
+from cortex_agents.tools.loop import ToolPolicy, run_tool_loop
+from tests.chat import ScriptedChatModel, say
+
+RAN: list[str] = []
+
+
+@tool
+def echo(text: str) -> str:
+    """Echo the text."""
+    RAN.append(text)
+    return text
+
+
+def loop(replies, **policy):
+    RAN.clear()
+    chat = ScriptedChatModel(script={"sys": replies})
+    result = run_tool_loop(
+        chat,
+        [SystemMessage("sys"), HumanMessage("go")],
+        tools=[echo],
+        context=None,
+        policy=ToolPolicy(**policy),
+    )
+    return result, chat
+
+
+def test_unparsable_arguments_get_an_error_and_the_model_another_turn():
+    broken = AIMessage(
+        content="",
+        invalid_tool_calls=[
+            {
+                "name": "echo",
+                "args": '{"text": ',
+                "id": "bad-1",
+                "error": "bad JSON",
+                "type": "invalid_tool_call",
+            }
+        ],
+    )
+    result, chat = loop([broken, say("done")])
+    assert result.message.content == "done" and RAN == []
+    (reply,) = [m for m in result.messages if isinstance(m, ToolMessage)]
+    assert reply.tool_call_id == "bad-1" and reply.status == "error"
+    assert json.loads(reply.content)["error"]["code"] == "invalid_argument"
+    assert len(chat.requests) == 2  # the model read the error and answered
+    (call,) = result.calls
+    assert (call.name, call.status, call.arguments) == ("echo", "error", {"raw": '{"text": '})
+
+
+def test_calls_beyond_the_turns_limit_run_nothing_and_are_told_so():
+    many = AIMessage(
+        content="",
+        tool_calls=[
+            {"name": "echo", "args": {"text": str(i)}, "id": f"c{i}", "type": "tool_call"}
+            for i in range(5)
+        ],
+    )
+    result, _ = loop([many, say("done")], max_calls_per_turn=2)
+    assert RAN == ["0", "1"]
+    replies = [m for m in result.messages if isinstance(m, ToolMessage)]
+    assert [m.tool_call_id for m in replies] == [
+        "c0",
+        "c1",
+        "c2",
+        "c3",
+        "c4",
+    ]  # every call answered
+    codes = [json.loads(m.content)["error"]["code"] for m in replies if m.status == "error"]
+    assert codes == ["too_many_calls"] * 3
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("max_rounds", -1),
+        ("max_rounds", 17),
+        ("max_rounds", "2"),
+        ("max_calls_per_turn", 0),
+        ("max_calls_per_turn", True),
+    ],
+)
+def test_a_tool_policy_out_of_bounds_is_refused(field, value):
+    with pytest.raises(InvalidArgument, match=field):
+        ToolPolicy(**{field: value})
