@@ -386,8 +386,7 @@ def _read_file(path: str | Path) -> str:
             [
                 Problem(
                     str(path),
-                    "is a SQLite database, not a snapshot file: "
-                    "to read a thread of a database, pass --thread",
+                    "is a SQLite database, not a snapshot file (JSON)",
                 )
             ]
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -85,6 +86,15 @@ def _render(matches: tuple[Match, ...], title: str) -> None:
         stdout.print("no matches")
 
 
+def _is_sqlite_file(source: object) -> bool:
+    path = Path(str(source))
+    try:
+        with path.open("rb") as file:
+            return file.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
+
+
 @memory_app.command("query")
 def query(
     source: Annotated[
@@ -124,6 +134,10 @@ def query(
     From a database, the thread's latest checkpoint is queried, referenced at
     its newest event.
     """
+    if thread is None and _is_sqlite_file(source):  # a usage error: exit 2
+        raise typer.BadParameter(
+            "is required when SOURCE is a SQLite database", param_hint="--thread"
+        )
     with fail_cleanly():
         if thread is None:
             document = load_snapshot(source)

@@ -20,6 +20,7 @@ from cortex_agents.persistence.sql import (
     SqliteSubstrateStore,
     Synchronous,
     sqlite_connect,
+    sqlite_open_error,
 )
 from cortex_agents.persistence.urls import (
     is_postgres_url,
@@ -31,6 +32,15 @@ from cortex_agents.persistence.urls import (
 __all__ = ["aopen_saver", "is_postgres_url", "memory_saver", "open_saver", "require_database"]
 
 _MARKER = "cortex_migrations"  # the table every cortex-agents database has from its first open
+
+
+def _has_marker(uri: str) -> bool:
+    conn = sqlite3.connect(uri, uri=True)
+    try:
+        query = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+        return conn.execute(query, (_MARKER,)).fetchone() is not None
+    finally:
+        conn.close()
 
 
 def require_database(db: str | Path) -> None:
@@ -60,19 +70,20 @@ def require_database(db: str | Path) -> None:
     path = sqlite_path(db)
     if not path.is_file():
         raise StorageError("not_found", f"no database at {str(db)!r}")
+    uri = path.resolve().as_uri()
     try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
         try:
-            found = conn.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (_MARKER,)
-            ).fetchone()
-        finally:
-            conn.close()
+            found = _has_marker(f"{uri}?mode=ro")
+        except sqlite3.DatabaseError as exc:
+            code = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF
+            if code != sqlite3.SQLITE_READONLY or path.with_name(f"{path.name}-wal").exists():
+                raise
+            # A read-only folder and no write-ahead log to read: the file alone is the database.
+            found = _has_marker(f"{uri}?mode=ro&immutable=1")
     except sqlite3.DatabaseError as exc:
-        raise StorageError(
-            "not_a_database", f"{str(db)!r} is not a SQLite database ({exc}); nothing was changed"
-        ) from None
-    if found is None:
+        error = sqlite_open_error(db, exc)
+        raise StorageError(error.code, f"{error}; nothing was changed") from None
+    if not found:
         raise StorageError(
             "not_a_database",
             f"{str(db)!r} is not a cortex-agents database (it has no cortex tables); "

@@ -160,18 +160,25 @@ def sqlite_connect(
         raise StorageError(
             "unreachable", f"cannot open {str(path)!r}: no directory {str(where.parent)!r}"
         )
-    conn = sqlite3.connect(str(path), check_same_thread=False, timeout=busy_timeout_ms / 1000)
+    conn = None
     try:
+        conn = sqlite3.connect(str(path), check_same_thread=False, timeout=busy_timeout_ms / 1000)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute(f"PRAGMA synchronous={synchronous}")
         conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
         conn.execute("PRAGMA foreign_keys=ON")
     except sqlite3.DatabaseError as exc:
-        conn.close()
-        raise StorageError(
-            "not_a_database", f"cannot open {str(path)!r} as a SQLite database: {exc}"
-        ) from None
+        if conn is not None:
+            conn.close()
+        raise sqlite_open_error(path, exc) from None
     return conn
+
+
+def sqlite_open_error(path: str | Path, exc: sqlite3.DatabaseError) -> StorageError:
+    """What opening ``path`` failed on: not a database at all, or not openable (``unreachable``)."""
+    if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_NOTADB:
+        return StorageError("not_a_database", f"{str(path)!r} is not a SQLite database ({exc})")
+    return StorageError("unreachable", f"cannot open {str(path)!r}: {exc}")
 
 
 class SqliteSubstrateStore(SubstrateStore):

@@ -124,18 +124,27 @@ class RewriteProposal:
         out: dict[str, Any] = {"op": self.op, "anchor": self.anchor}
         if self.mode is not None:
             out["mode"] = self.mode
-        out["spec"] = {
+        spec = self.spec
+        out["spec"] = {  # sequences as lists; anything else as is, for the parser to refuse
             "nodes": [
-                {"id": n.id, "kind": n.kind, **({"config": dict(n.config)} if n.config else {})}
-                for n in self.spec.nodes
+                {"id": n.id, "kind": n.kind, **({"config": n.config} if n.config else {})}
+                if isinstance(n, LocalNode)
+                else n
+                for n in _as_list(spec.nodes)
             ],
-            "edges": [list(e) for e in self.spec.edges],
-            "entry": list(self.spec.entry),
-            "exit": list(self.spec.exit),
+            "edges": [_as_list(e) for e in _as_list(spec.edges)]
+            if isinstance(spec.edges, list | tuple)
+            else spec.edges,
+            "entry": _as_list(spec.entry),
+            "exit": _as_list(spec.exit),
         }
         if self.rationale is not None:
             out["rationale"] = self.rationale
         return out
+
+
+def _as_list(value: Any) -> Any:
+    return list(value) if isinstance(value, list | tuple) else value
 
 
 def _mapping(value: Any, where: str, keys: frozenset[str]) -> Mapping[str, Any]:

@@ -75,7 +75,7 @@ def planner(ctx: StageContext) -> dict[str, Any]:
     result = converse(
         ctx,
         system=stage_prompt(ctx, branch_count=len(refs), claim_refs=", ".join(refs)),
-        user=f"<claim>\n{claim}\n</claim>",
+        user=f"<claim>\n{escape_text(claim)}\n</claim>",
     )
     plan = parse_output(str(result.message.content), Plan)
     questions = [b.question for b in plan.branches] if plan else []
@@ -101,7 +101,7 @@ def analyst(ctx: StageContext) -> dict[str, Any]:
     question = question or str(ctx.config.get("question") or f"What more bears on {ref}?")
     result = converse(
         ctx,
-        system=stage_prompt(ctx, claim_ref=ref),
+        system=stage_prompt(ctx, claim_ref=escape_text(ref)),
         user=f"<question>\n{escape_text(question)}\n</question>\n{render_inputs(ctx.inputs)}",
     )
     text = str(result.message.content)

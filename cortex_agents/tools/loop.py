@@ -215,6 +215,10 @@ def run_tool_loop(
         if not isinstance(answer, AIMessage):
             answer = AIMessage(content=str(answer.content))
         asked = [*answer.tool_calls, *answer.invalid_tool_calls]
+        # In the order the model made them (LangChain splits valid from invalid calls).
+        made = answer.additional_kwargs.get("tool_calls") or []
+        order = {c.get("id"): i for i, c in enumerate(made) if isinstance(c, dict)}
+        asked.sort(key=lambda c: order.get(c.get("id"), len(order)))
         if asked and not answer.content and policy.empty_content is not None:
             answer = answer.model_copy(update={"content": policy.empty_content})
         transcript.append(answer)

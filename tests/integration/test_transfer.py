@@ -209,7 +209,7 @@ def test_commands_that_create_a_database_fail_cleanly_on_impossible_paths(tmp_pa
     for db, message in [
         (tmp_path / "nodir" / "x.db", "no directory"),
         (tmp_path / "adir", "it is a directory"),
-        (tmp_path / "notes.db", "cannot open"),
+        (tmp_path / "notes.db", "is not a SQLite database"),
     ]:
         for args in (
             ("import", snapshot, db, "--thread", "t"),
@@ -233,5 +233,8 @@ def test_export_to_an_impossible_path_and_an_unknown_checkpoint_fail_cleanly(tmp
     assert bogus.exit_code == 1
     assert "no checkpoint 'bogus' of thread 't'" in bogus.stderr
     as_file = cli("memory", "query", db, "--origin", "reviewer")
-    assert as_file.exit_code == 1 and "is a SQLite database" in as_file.stderr
-    assert "pass --thread" in as_file.stderr
+    assert as_file.exit_code == 2 and "--thread" in as_file.stderr
+    assert "SQLite database" in as_file.stderr
+    imported = cli("import", db, tmp_path / "other.db", "--thread", "x")
+    assert imported.exit_code == 1
+    assert "is a SQLite database, not a snapshot file" in imported.stderr

@@ -326,7 +326,9 @@ def _spec(nodes, **rest):
 
     local = tuple(LocalNode(id=i, kind=k, config=c) for i, k, c in nodes)
     ids = tuple(i for i, _, _ in nodes)
-    return SubgraphSpec(nodes=local, entry=rest.get("entry", ids[:1]), exit=ids[-1:])
+    return SubgraphSpec(
+        nodes=local, edges=rest.get("edges", ()), entry=rest.get("entry", ids[:1]), exit=ids[-1:]
+    )
 
 
 @pytest.mark.parametrize(
@@ -339,6 +341,8 @@ def _spec(nodes, **rest):
         ({"spec": _spec([("x", ["step"], {})])}, "spec.nodes[0].kind"),
         ({"spec": _spec([("x", "step", {"o": object()})])}, "spec.nodes[0].config"),
         ({"spec": "not a spec"}, "proposal"),
+        ({"spec": _spec([("x", "step", {})], entry="x")}, "spec.entry"),
+        ({"spec": _spec([("x", "step", {}), ("y", "step", {})], edges=("xy",))}, "spec.edges[0]"),
     ],
 )
 def test_a_rewrite_proposal_object_is_checked_like_json(changes, check):

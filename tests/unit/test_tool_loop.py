@@ -94,3 +94,39 @@ def test_calls_beyond_the_turns_limit_run_nothing_and_are_told_so():
 def test_a_tool_policy_out_of_bounds_is_refused(field, value):
     with pytest.raises(InvalidArgument, match=field):
         ToolPolicy(**{field: value})
+
+
+def test_the_turns_limit_follows_the_order_the_model_made_its_calls_in():
+    def raw(i, valid):
+        args = json.dumps({"text": str(i)}) if valid else '{"text": '
+        return {"id": f"c{i}", "type": "function", "function": {"name": "echo", "arguments": args}}
+
+    shape = [False, True, False, True]  # c0 malformed, c1 fine, c2 malformed, c3 fine
+    mixed = AIMessage(
+        content="",
+        additional_kwargs={"tool_calls": [raw(i, ok) for i, ok in enumerate(shape)]},
+        tool_calls=[
+            {"name": "echo", "args": {"text": str(i)}, "id": f"c{i}", "type": "tool_call"}
+            for i, ok in enumerate(shape)
+            if ok
+        ],
+        invalid_tool_calls=[
+            {
+                "name": "echo",
+                "args": '{"text": ',
+                "id": f"c{i}",
+                "error": "bad JSON",
+                "type": "invalid_tool_call",
+            }
+            for i, ok in enumerate(shape)
+            if not ok
+        ],
+    )
+    result, _ = loop([mixed, say("done")], max_calls_per_turn=3)
+    replies = [m for m in result.messages if isinstance(m, ToolMessage)]
+    assert [m.tool_call_id for m in replies] == ["c0", "c1", "c2", "c3"]
+    codes = [
+        json.loads(m.content)["error"]["code"] if m.status == "error" else "ran" for m in replies
+    ]
+    assert codes == ["invalid_argument", "ran", "invalid_argument", "too_many_calls"]
+    assert RAN == ["1"]
