@@ -26,7 +26,7 @@ newline. Parsing then dumping a canonical file reproduces it byte for byte.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -76,6 +76,7 @@ class _Document(_Strict):
     entry_time: str
     nodes: list[Any]
     edges: list[Any]
+    rewrite_budget: dict[str, Annotated[int, Field(ge=0)]] | None = None
     rewrites: list[Any] = []
 
 
@@ -127,6 +128,8 @@ class SnapshotDocument:
         nodes: Every node.
         edges: Every edge.
         rewrites: The rewrite history, in decision order.
+        rewrite_budget: The run's rewrite budget per dimension, if the run
+            set one (written to the file only then).
     """
 
     run_id: str | None
@@ -134,6 +137,7 @@ class SnapshotDocument:
     nodes: tuple[NodeRecord, ...]
     edges: tuple[EdgeRecord, ...]
     rewrites: tuple[RewriteFact, ...] = ()
+    rewrite_budget: Mapping[str, int] | None = None
 
     def to_memory_snapshot(self) -> MemorySnapshot:
         """The memory snapshot this file describes, referenced at ``entry_time``."""
@@ -150,6 +154,7 @@ class SnapshotDocument:
             nodes=tuple(state.nodes.values()),
             edges=state.edges,
             rewrites=state.rewrites,
+            rewrite_budget=None if state.budget is None else dict(state.budget),
         )
 
 
@@ -311,6 +316,7 @@ def _check(data: Any) -> tuple[SnapshotDocument | None, list[Problem]]:
         nodes=tuple(nodes),
         edges=tuple(edges),
         rewrites=tuple(rewrites),
+        rewrite_budget=doc.rewrite_budget,
     )
     return document, problems
 
@@ -469,6 +475,8 @@ def dump_snapshot(document: SnapshotDocument) -> str:
         ],
         "rewrites": [_rewrite_json(fact) for fact in document.rewrites],
     }
+    if document.rewrite_budget is not None:  # only runs that set one: other files stay as they were
+        payload["rewrite_budget"] = dict(sorted(document.rewrite_budget.items()))
     return json.dumps(payload, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 

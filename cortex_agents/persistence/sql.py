@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -163,7 +164,7 @@ def sqlite_connect(
     conn = None
     try:
         conn = sqlite3.connect(str(path), check_same_thread=False, timeout=busy_timeout_ms / 1000)
-        conn.execute("PRAGMA journal_mode=WAL")
+        enable_wal(conn, busy_timeout_ms / 1000)
         conn.execute(f"PRAGMA synchronous={synchronous}")
         conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
         conn.execute("PRAGMA foreign_keys=ON")
@@ -172,6 +173,27 @@ def sqlite_connect(
             conn.close()
         raise sqlite_open_error(path, exc) from None
     return conn
+
+
+def enable_wal(conn: sqlite3.Connection, timeout_s: float) -> None:
+    """Switch ``conn``'s database to WAL, waiting up to ``timeout_s`` for other openers.
+
+    Changing the journal mode needs an exclusive lock, and SQLite may answer
+    ``SQLITE_BUSY`` at once, without its busy handler, while another
+    connection opens the same fresh file: so retry until the deadline.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            code = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF
+            if code not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+                raise
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.02)
 
 
 def sqlite_open_error(path: str | Path, exc: sqlite3.DatabaseError) -> StorageError:

@@ -35,6 +35,7 @@ from cortex_agents.substrate.events import (
     NodeScheduled,
     RewriteAdmitted,
     RewriteApplied,
+    RewriteBudgetSet,
     RewriteRejected,
     StageCompleted,
     StageFailed,
@@ -149,6 +150,9 @@ def document_events(document: SnapshotDocument) -> list[Event]:
     lifecycles = [(event, i) for i, node in enumerate(ordered) for event in _lifecycle(node)]
     # time order; one node's own events keep their order (the sort is stable)
     events += [event for event, _ in sorted(lifecycles, key=lambda pair: (pair[0].at, pair[1]))]
+    if document.rewrite_budget is not None:
+        first = min((n.captured_at for n in ordered), default=document.entry_time)
+        events.append(RewriteBudgetSet(budget=dict(document.rewrite_budget), at=first))
     for fact in document.rewrites:  # the file's graph is already materialized: applied at once
         at = by_id[fact.proposer].captured_at
         if fact.decision == "admitted":

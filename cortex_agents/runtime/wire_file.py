@@ -202,10 +202,17 @@ def _from_data(data: Any, base: Path) -> Wire:
         .on_failure(spec.on_failure)
         .budget(**spec.budget.model_dump())
     )
+    # Every problem is collected, then reported together: a kind that cannot be loaded
+    # stays declared (so its stages are not also "unknown kind") and nothing runs.
     for name, reference in spec.kinds.items():
-        fn = _resolve(reference, base, f"kinds.{name}")
+        try:
+            fn = _resolve(reference, base, f"kinds.{name}")
+        except InvalidWire as exc:
+            problems += exc.problems
+            fn = _unloaded
         if not callable(fn):
-            raise InvalidWire([Problem(f"kinds.{name}", f"{reference!r} is not callable")])
+            problems.append(Problem(f"kinds.{name}", f"{reference!r} is not callable"))
+            fn = _unloaded
         builder.kind(name, fn)
     for i, stage in enumerate(spec.stages):
         try:
@@ -221,7 +228,8 @@ def _from_data(data: Any, base: Path) -> Wire:
                 )
             )
         except InvalidArgument as exc:
-            raise InvalidWire([Problem(f"stages[{i}].memory.{exc.field}", exc.rule)]) from None
+            problems.append(Problem(f"stages[{i}].memory.{exc.field}", exc.rule))
+            memory = Classic()
         rewrite = None
         if stage.rewrite is not None:
             try:
@@ -229,7 +237,7 @@ def _from_data(data: Any, base: Path) -> Wire:
                     forms=tuple(stage.rewrite.forms), attempts=stage.rewrite.attempts
                 )
             except InvalidArgument as exc:
-                raise InvalidWire([Problem(f"stages[{i}].{exc.field}", exc.rule)]) from None
+                problems.append(Problem(f"stages[{i}].{exc.field}", exc.rule))
         builder.stage(
             stage.id,
             stage.kind,
@@ -241,7 +249,17 @@ def _from_data(data: Any, base: Path) -> Wire:
             scratch=stage.scratch,
             rewrite=rewrite,
         )
-    return builder.build()
+    try:
+        wire = builder.build()
+    except InvalidWire as exc:
+        problems += exc.problems
+    if problems:
+        raise InvalidWire(problems)
+    return wire
+
+
+def _unloaded(ctx: Any) -> Any:  # stands in for a kind that failed to load; never runs
+    raise AssertionError("a wire with problems is never built")
 
 
 def load_wire(path: str | Path) -> Wire:

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from cortex_agents.errors import InvalidArgument, StorageError
+from cortex_agents.persistence.sql import enable_wal
 from cortex_agents.persistence.urls import (
     is_postgres_url,
     postgres_reachable,
@@ -107,7 +108,7 @@ def _sqlite_connection(path: Path) -> sqlite3.Connection:
     except sqlite3.Error as exc:
         raise _cannot_open(path, exc) from None
     try:
-        conn.execute("PRAGMA journal_mode=WAL")  # readers never block the guarded writer
+        enable_wal(conn, _BUSY_TIMEOUT_S)  # readers never block the guarded writer
     except sqlite3.Error as exc:  # e.g. "file is not a database", a read-only file
         conn.close()
         raise _cannot_open(path, exc) from None

@@ -291,6 +291,8 @@ def test_export_and_import_keep_the_rewrite_history_and_retired_nodes(tmp_path):
         import_document(saver, "copy", __import__("cortex_agents").parse_snapshot(text))
         again = dump_snapshot(export_document(saver, "copy"))
         copy = saver.substrate({"configurable": {"thread_id": "copy"}}).state
-    assert json.loads(again)["nodes"] == json.loads(text)["nodes"]
-    assert json.loads(again)["rewrites"] == json.loads(text)["rewrites"]
+    assert again == text  # byte-identical, the run's budget included
+    assert json.loads(text)["rewrite_budget"] == dict(sorted(result.state.budget.items()))
     assert copy.watermark == 1 and copy.nodes["sink"].status == "retired"
+    assert copy.budget == result.state.budget
+    assert copy.budget_spent() == result.state.budget_spent()

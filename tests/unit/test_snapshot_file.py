@@ -172,3 +172,18 @@ def test_dump_keeps_output_key_order_because_body_text_follows_it():
     data["nodes"][0]["output"] = {"z": "first", "a": "second"}
     text = dump_snapshot(parse_snapshot(json.dumps(data)))
     assert text.index('"z": "first"') < text.index('"a": "second"')
+
+
+def test_a_rewrite_budget_is_optional_and_checked():
+    from cortex_agents.snapshot_file import dump_snapshot, parse_snapshot
+
+    base = json.loads(EXAMPLE.read_text())
+    assert "rewrite_budget" not in base  # files of runs without one are unchanged
+    with_budget = {**base, "rewrite_budget": {"nodes": 2, "edges": 3}}
+    document = parse_snapshot(json.dumps(with_budget))
+    assert document.rewrite_budget == {"nodes": 2, "edges": 3}
+    assert json.loads(dump_snapshot(document))["rewrite_budget"] == {"edges": 3, "nodes": 2}
+    for value in ({"nodes": -1}, {"nodes": 1.5}, ["nodes"]):
+        with pytest.raises(InvalidSnapshot) as error:
+            parse_snapshot(json.dumps({**base, "rewrite_budget": value}))
+        assert [p.location.split(".")[0] for p in error.value.problems] == ["rewrite_budget"]

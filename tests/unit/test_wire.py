@@ -247,3 +247,34 @@ def test_retry_makes_failed_stages_ready_again():
     assert next_frontier(log, since=None).failed == ("p",)
     assert next_frontier(log, since=None).ready == ()
     assert next_frontier(log, since=None, retry_failed=True).ready == ("p",)
+
+
+def test_a_wire_file_reports_every_problem_at_once(tmp_path):
+    (tmp_path / "kinds.py").write_text("def plan(ctx):\n    return {}\nnot_a_function = 3\n")
+    (tmp_path / "w.toml").write_text(
+        textwrap.dedent(
+            """
+            name = "t"
+            [kinds]
+            planner = "nofile.py:plan"
+            analyst = "kinds.py:nofunc"
+            merge = "kinds.py:not_a_function"
+            [[stages]]
+            id = "p"
+            kind = "planner"
+            memory = { strategy = "topological", preset = "missing" }
+            [[stages]]
+            id = "g"
+            kind = "ghost"
+            after = ["zz"]
+            """
+        )
+    )
+    with pytest.raises(InvalidWire) as caught:
+        load_wire(tmp_path / "w.toml")
+    where = [p.location for p in caught.value.problems]
+    for expected in ("kinds.planner", "kinds.analyst", "kinds.merge"):
+        assert expected in where, where
+    text = str(caught.value)
+    assert "unknown kind 'ghost'" in text and "'zz'" in text and "missing" in text
+    assert "unknown kind 'planner'" not in text  # a kind that failed to load is still declared
