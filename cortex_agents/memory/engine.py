@@ -214,7 +214,7 @@ def _semantic(index: SnapshotIndex, query: Query, nodes: IntArray) -> FloatArray
     if not query.text:
         return np.zeros(len(nodes), dtype=np.float64)
     fields = index.fields(query.extractor)
-    if isinstance(query.scorer, TokenJaccard):
+    if type(query.scorer) is TokenJaccard:  # exactly ours: a subclass may score differently
         vocabulary, postings, counts = fields.tokens
         wanted = tokenize(query.text)
         hit = [postings[vocabulary[t]] for t in wanted if t in vocabulary]

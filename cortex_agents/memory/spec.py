@@ -75,6 +75,8 @@ class Weights:
             object.__setattr__(self, axis, value)
         if self.total == 0:
             raise InvalidArgument("weights", "must have at least one axis > 0", self.as_dict())
+        if not math.isfinite(self.total):  # the composite divides by it
+            raise InvalidArgument("weights", "must have a finite sum", self.as_dict())
 
     @property
     def total(self) -> float:

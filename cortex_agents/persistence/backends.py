@@ -176,8 +176,11 @@ async def aopen_saver(
     try:
         await asyncio.to_thread(store.setup)
         async with aiosqlite.connect(str(path), timeout=5.0) as conn:
+            # the same settings as every other connection (sqlite_connect); the store set WAL
+            await conn.execute("PRAGMA journal_mode=WAL")
             await conn.execute(f"PRAGMA synchronous={synchronous}")
             await conn.execute("PRAGMA busy_timeout=5000")
+            await conn.execute("PRAGMA foreign_keys=ON")
             inner = AsyncSqliteSaver(conn)
             await inner.setup()
             yield CortexSaver(inner, store, channel=channel, locks=FileLocks(path))

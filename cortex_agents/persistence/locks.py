@@ -6,12 +6,16 @@ begin/end-of-run hook, so the lock is taken around the invocation
 (:meth:`CortexSaver.lock`, which the cortex runtime always uses).
 
 * :class:`ProcessLocks` — within one process (the in-memory backend).
-* :class:`FileLocks` — SQLite: an OS byte-range lock (``fcntl``) on a
-  sidecar file ``<db>.cortex-locks``, one byte per thread (by hash). The OS
-  releases it when the holder dies, so a crashed run never blocks a resume,
-  and unlike ``BEGIN IMMEDIATE`` held for a whole run it does not block
-  other threads' writes to the database. A threading lock per thread covers
-  threads of one process (POSIX record locks are per process).
+* :class:`FileLocks` — SQLite: an OS byte-range lock on a sidecar file
+  ``<db>.cortex-locks``, one byte per thread (by hash). The OS releases it
+  when the holder dies, so a crashed run never blocks a resume, and unlike
+  ``BEGIN IMMEDIATE`` held for a whole run it does not block other threads'
+  writes to the database. On Linux these are open-file-description locks
+  (``F_OFD_SETLK``): two savers on one file in one process exclude each
+  other, and closing some other handle of the file releases nothing. (Classic
+  POSIX record locks belong to the process and vanish when it closes *any*
+  handle of the file; they are used only where OFD locks do not exist, with
+  a process-wide registry so that savers of one process still take turns.)
 * :class:`PostgresLocks` — a session advisory lock on a dedicated
   connection; the server releases it if the connection drops.
 
@@ -24,6 +28,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import struct
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -37,6 +42,12 @@ from cortex_agents.errors import ThreadBusy
 __all__ = ["FileLocks", "PostgresLocks", "ProcessLocks", "ThreadLocks"]
 
 _POLL: Final = 0.02
+_OFD: Final = hasattr(fcntl, "F_OFD_SETLK")
+# struct flock on 64-bit Linux: l_type, l_whence, l_start, l_len, l_pid (0 for OFD locks), padding
+_FLOCK: Final = struct.Struct("hhqqi4x")
+# Where OFD locks are missing: one guard per (lock file, thread) for the whole process.
+_PROCESS_GUARDS: dict[tuple[str, str], threading.Lock] = {}
+_PROCESS_GUARDS_LOCK = threading.Lock()
 
 
 def _key(thread_id: str) -> int:
@@ -97,6 +108,13 @@ class FileLocks(ThreadLocks):
         super().__init__()
         self.path = Path(f"{database}.cortex-locks")
 
+    def _thread_lock(self, thread_id: str) -> threading.Lock:
+        if _OFD:  # the OS lock itself excludes other handles of this process
+            return super()._thread_lock(thread_id)
+        key = (os.path.realpath(self.path), thread_id)
+        with _PROCESS_GUARDS_LOCK:
+            return _PROCESS_GUARDS.setdefault(key, threading.Lock())
+
     @contextmanager
     def _hold_shared(self, thread_id: str, timeout: float | None, started: float) -> Iterator[None]:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -104,7 +122,7 @@ class FileLocks(ThreadLocks):
             offset = _key(thread_id)
             while True:
                 try:
-                    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset, os.SEEK_SET)
+                    _lock_byte(fd, offset, exclusive=True)
                     break
                 except OSError:
                     if timeout is not None and time.monotonic() - started >= timeout:
@@ -113,9 +131,19 @@ class FileLocks(ThreadLocks):
             try:
                 yield
             finally:
-                fcntl.lockf(fd, fcntl.LOCK_UN, 1, offset, os.SEEK_SET)
+                _lock_byte(fd, offset, exclusive=False)
         finally:
             os.close(fd)
+
+
+def _lock_byte(fd: int, offset: int, *, exclusive: bool) -> None:
+    """Take (without waiting) or release the one-byte lock at ``offset``; OSError if held."""
+    if _OFD:
+        kind = fcntl.F_WRLCK if exclusive else fcntl.F_UNLCK
+        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, _FLOCK.pack(kind, os.SEEK_SET, offset, 1, 0))
+    else:
+        flags = fcntl.LOCK_EX | fcntl.LOCK_NB if exclusive else fcntl.LOCK_UN
+        fcntl.lockf(fd, flags, 1, offset, os.SEEK_SET)
 
 
 class PostgresLocks(ThreadLocks):

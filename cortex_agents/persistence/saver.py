@@ -227,10 +227,14 @@ class CortexSaver(BaseCheckpointSaver[str]):
         self.inner.put_writes(config, writes, task_id, task_path)
 
     def delete_thread(self, thread_id: str) -> None:
-        """Delete the thread's checkpoints and substrate."""
+        """Delete the thread's checkpoints and substrate.
+
+        ``thread_id`` may be any value LangGraph accepts (a UUID, an int): rows
+        are keyed by its string, as when they were written.
+        """
         self.inner.delete_thread(thread_id)
-        self.store.delete_thread(thread_id)
-        self._forget(thread_id)
+        self.store.delete_thread(str(thread_id))
+        self._forget(str(thread_id))
 
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
@@ -291,8 +295,8 @@ class CortexSaver(BaseCheckpointSaver[str]):
     async def adelete_thread(self, thread_id: str) -> None:
         """Delete the thread's checkpoints and substrate."""
         await self.inner.adelete_thread(thread_id)
-        await asyncio.to_thread(self.store.delete_thread, thread_id)
-        self._forget(thread_id)
+        await asyncio.to_thread(self.store.delete_thread, str(thread_id))
+        self._forget(str(thread_id))
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
@@ -318,13 +322,13 @@ class CortexSaver(BaseCheckpointSaver[str]):
         Raises:
             ThreadBusy: another writer held it past ``timeout`` seconds.
         """
-        with self.locks.hold(thread_id, timeout):
+        with self.locks.hold(str(thread_id), timeout):
             yield
 
     @asynccontextmanager
     async def alock(self, thread_id: str, *, timeout: float | None = 0.0) -> AsyncIterator[None]:
         """:meth:`lock` for async code (waiting happens off the event loop)."""
-        manager = self.locks.hold(thread_id, timeout)
+        manager = self.locks.hold(str(thread_id), timeout)
         await asyncio.to_thread(manager.__enter__)
         try:
             yield

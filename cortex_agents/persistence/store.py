@@ -232,9 +232,44 @@ class SubstrateStore(ABC):
             return parent
         bodies = [encode_event(e) for e in events]
         start = parent.seq
-        with self._lock, self.transaction() as tx:
+        with self._lock:
+            created: list[int] = []
+            try:
+                branch, adopted = self._append(
+                    thread_id, checkpoint_ns, parent, events, bodies, created
+                )
+            except BaseException:
+                # A rolled-back branch must not stay cached: SQLite may hand its key out again.
+                for key in created:
+                    self._chains.pop(key, None)
+                    self._owners.pop(key, None)
+                    self._buffers.pop(key, None)
+                raise
+            if adopted:  # the same events were already stored after the parent
+                return Cursor(branch, parent.seq + len(bodies))
+        with self._lock:
+            cached = self._buffers.get(branch)
+            if cached is not None and len(cached) == start:
+                cached.extend(events)
+            elif parent.branch == 0:
+                self._cache(branch, LogBuffer(events))
+        return Cursor(branch, start + len(events))
+
+    def _append(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        parent: Cursor,
+        events: Sequence[Event],
+        bodies: list[str],
+        created: list[int],
+    ) -> tuple[int, bool]:
+        """One append's transaction: the branch, and whether the events were already there."""
+        start = parent.seq
+        with self.transaction() as tx:
             if parent.branch == 0:
                 branch = tx.create_branch(thread_id, checkpoint_ns, None, 0)
+                created.append(branch)
             else:
                 chain = self._lineage(tx, parent.branch, thread_id, checkpoint_ns)
                 head = tx.head(parent.branch)
@@ -246,8 +281,9 @@ class SubstrateStore(ABC):
                 if head != parent.seq:
                     stored = tx.read_events(parent.branch, parent.seq, parent.seq + len(bodies))
                     if stored == bodies:  # the same events are already there: adopt them
-                        return Cursor(parent.branch, parent.seq + len(bodies))
+                        return parent.branch, True
                     branch = tx.create_branch(thread_id, checkpoint_ns, parent.branch, parent.seq)
+                    created.append(branch)
                 else:
                     branch = parent.branch
             chain = self._lineage(tx, branch, thread_id, checkpoint_ns)
@@ -260,13 +296,7 @@ class SubstrateStore(ABC):
                     tx.insert_node(branch, start + i, event.node_id)
                 elif isinstance(event, EdgeAdded):
                     tx.insert_edge(branch, start + i, event.source, event.target, visible)
-        with self._lock:
-            cached = self._buffers.get(branch)
-            if cached is not None and len(cached) == start:
-                cached.extend(events)
-            elif parent.branch == 0:
-                self._cache(branch, LogBuffer(events))
-        return Cursor(branch, start + len(events))
+        return branch, False
 
     def read(self, thread_id: str, checkpoint_ns: str, cursor: Cursor) -> SubstrateLog:
         """The log visible at ``cursor`` (O(1) when its branch is cached).

@@ -150,11 +150,13 @@ def document_events(document: SnapshotDocument) -> list[Event]:
     lifecycles = [(event, i) for i, node in enumerate(ordered) for event in _lifecycle(node)]
     # time order; one node's own events keep their order (the sort is stable)
     events += [event for event, _ in sorted(lifecycles, key=lambda pair: (pair[0].at, pair[1]))]
-    if document.rewrite_budget is not None:
+    if document.rewrite_budget is not None:  # first, as a run sets it when it starts
         first = min((n.captured_at for n in ordered), default=document.entry_time)
-        events.append(RewriteBudgetSet(budget=dict(document.rewrite_budget), at=first))
-    for fact in document.rewrites:  # the file's graph is already materialized: applied at once
-        at = by_id[fact.proposer].captured_at
+        events.insert(0, RewriteBudgetSet(budget=dict(document.rewrite_budget), at=first))
+    # The file's graph is already materialized, so its decisions are recorded (and applied) at
+    # once, after everything: no cut by time can hold an application without what it needs.
+    at = max((event.at for event in events), default=document.entry_time)
+    for fact in document.rewrites:
         if fact.decision == "admitted":
             events += [
                 RewriteAdmitted(fact=fact, at=at),

@@ -26,6 +26,7 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
@@ -120,13 +121,23 @@ def build_graph(
     def capable(state: Any, stage: NodeId) -> bool:
         return wire.spec_for(stage, state.nodes[stage].kind).rewrite is not None
 
+    def stamp(log: SubstrateLog) -> datetime:
+        """The scheduler's time: the clock's, never before the substrate's newest event.
+
+        (A logical clock gives each stage its own time line, so its own reads may lag
+        the stages'; what the scheduler records follows everything it depends on.)
+        """
+        now = clock()
+        latest = max((event.at for event in log), default=now)
+        return max(now, latest)
+
     def scheduler(state: RunState) -> dict[str, Any]:
         log = state.get("substrate") or SubstrateLog()
         scanned = state.get("scanned")
-        events = wire_events(wire, log.state, clock()) if scanned is None else []
+        events = wire_events(wire, log.state, stamp(log)) if scanned is None else []
         staged = log.appended(events)
         materialized = (  # admitted in the last superstep, or before a crash
-            pending_materialization(staged.state, clock())
+            pending_materialization(staged.state, stamp(staged))
             if staged.state.unapplied_rewrites
             else []
         )

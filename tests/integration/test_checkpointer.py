@@ -144,3 +144,21 @@ def test_sqlite_pragmas_are_set(tmp_path):
         assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 5000
     with open_saver(tmp_path / "n.db", synchronous="NORMAL") as saver:
         assert saver.store.conn.execute("PRAGMA synchronous").fetchone()[0] == 1
+
+
+@pytest.mark.asyncio
+async def test_the_async_sqlite_connection_gets_the_same_pragmas(tmp_path):
+    from cortex_agents.persistence import aopen_saver
+
+    async with aopen_saver(tmp_path / "a.db", synchronous="NORMAL") as saver:
+        conn = saver.inner.conn  # the aiosqlite connection LangGraph's AsyncSqliteSaver uses
+        values = {}
+        for pragma in ("journal_mode", "synchronous", "foreign_keys", "busy_timeout"):
+            async with conn.execute(f"PRAGMA {pragma}") as cursor:
+                values[pragma] = (await cursor.fetchone())[0]
+    assert values == {
+        "journal_mode": "wal",
+        "synchronous": 1,
+        "foreign_keys": 1,
+        "busy_timeout": 5000,
+    }

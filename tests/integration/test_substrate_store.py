@@ -83,6 +83,21 @@ def test_the_database_rejects_an_edge_to_a_missing_node(open_db):
         assert store.counts() == before  # rolled back: nothing written
 
 
+def test_a_rolled_back_new_branch_leaves_nothing_behind_for_the_next_one(open_db):
+    with open_db() as saver:
+        store = saver.store
+        store.append("alice", "", None, events(0))
+        bad = [*events(0, "x"), EdgeAdded(source="stage-0000", target="ghost", at=at(1))]
+        with pytest.raises(StorageError):
+            store.append("alice", "", None, bad)  # a new root branch, rolled back
+        bob = store.append("bob", "", None, events(0))  # SQLite may reuse the rolled-back key
+        bob = store.append("bob", "", bob, events(1))
+        assert store.read("bob", "", bob) == expected_log(2)
+        with pytest.raises(StorageError):
+            store.append("alice", "", store.append("alice", "", None, events(0)), bad[-1:])
+        assert store.read("bob", "", bob) == expected_log(2)
+
+
 def test_a_fork_cannot_see_nodes_scheduled_after_its_base(open_db):
     with open_db() as saver:
         store = saver.store
@@ -129,3 +144,25 @@ def test_re_appending_the_stored_events_after_a_cursor_adopts_them(open_db):
         assert store.counts() == before  # nothing written twice
         different = store.append("t", "", one, events(1, "other"))
         assert different.branch != head.branch
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+def test_delete_thread_takes_the_non_string_ids_langgraph_accepts(backend, tmp_path):
+    # LangGraph's SQLite and in-memory savers accept a UUID thread id (its Postgres saver does not)
+    import uuid
+    from contextlib import nullcontext
+
+    from cortex_agents.persistence import memory_saver
+    from tests.graphs import chain_graph
+
+    thread = uuid.UUID(int=7)
+    config = {"configurable": {"thread_id": thread}}
+    opened = nullcontext(memory_saver()) if backend == "memory" else open_saver(tmp_path / "u.db")
+    with opened as saver:
+        chain_graph().compile(checkpointer=saver).invoke({"goal": 2}, config)
+        assert saver.store.threads() == [str(thread)]
+        saver.delete_thread(thread)
+        assert saver.store.threads() == []
+        assert saver.get_tuple(config) is None
+        with saver.lock(thread):  # locks take it too
+            pass

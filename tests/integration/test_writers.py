@@ -86,3 +86,33 @@ def test_a_dead_holder_never_blocks_a_resume(durable_database, spawn):
     holder.join(30)
     with open_saver(durable_database) as saver, saver.lock("shared", timeout=5):
         pass
+
+
+def probe(database: str, result) -> None:
+    """In another process: can it take the shared thread's lock right now?"""
+    with open_saver(database) as saver:
+        try:
+            with saver.lock("shared", timeout=0):
+                result.put("acquired")
+        except ThreadBusy:
+            result.put("busy")
+
+
+def test_two_savers_of_one_process_exclude_each_other(durable_database):
+    with open_saver(durable_database) as first, open_saver(durable_database) as second:
+        with first.lock("shared"), pytest.raises(ThreadBusy), second.lock("shared", timeout=0.1):
+            pass
+        with second.lock("shared", timeout=0):  # released by the first: free again
+            pass
+
+
+def test_locking_and_releasing_another_thread_keeps_a_held_lock(durable_database, spawn):
+    result = spawn.Queue()
+    with open_saver(durable_database) as saver, saver.lock("shared"):
+        for other in ("a", "b", "c"):  # each opens and closes a handle of the lock file
+            with saver.lock(other):
+                pass
+        checker = spawn.Process(target=probe, args=(durable_database, result))
+        checker.start()
+        checker.join(60)
+        assert result.get(timeout=10) == "busy"

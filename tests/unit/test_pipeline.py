@@ -152,6 +152,29 @@ def test_custom_scorer_nan_counts_as_zero_and_out_of_range_is_clamped(engine, cl
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_a_scorer_subclassing_token_jaccard_is_called_not_bypassed(engine, claim_review):
+    from cortex_agents.memory.semantic import TokenJaccard
+
+    class Flat(TokenJaccard):
+        def __call__(self, query: str, body: str) -> float:
+            return 0.25
+
+    ranked = engine(claim_review, "rewriter", query=Query(text="trial", scorer=Flat()))
+    assert ranked and {m.semantic for m in ranked} == {0.25}
+
+
+@pytest.mark.parametrize(
+    "weights", [(1.7e308, 1.7e308, 0.0), (1e308, 1e308, 1e308), (math.inf, 1.0, 1.0)]
+)
+def test_weights_whose_sum_overflows_are_refused(weights):
+    from cortex_agents.errors import InvalidArgument
+
+    with pytest.raises(InvalidArgument, match="weights"):
+        Weights(**dict(zip(("graph", "temporal", "semantic"), weights, strict=True)))
+    Weights(graph=1e307, temporal=1e307, semantic=1e307)  # large but finite: fine
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_total_sort_breaks_ties_by_hops_then_node_id_code_points(engine):
     # all graph-only ties; ids differ in case: code point order puts "B" before "a"
     snap = snapshot(["o", "a", "B", "c"], [("a", "o"), ("B", "o"), ("c", "o")])
