@@ -15,10 +15,12 @@ Add a substrate key to your state and wrap the nodes you want recorded::
 
 Compile with a :class:`~cortex_agents.persistence.CortexSaver` so the
 substrate is stored as rows. Each call of the node schedules its stage (the
-node's name by default; ``name#2``, ``name#3`` when a loop runs it again),
+graph node's name by default; ``name#2``, ``name#3`` when a loop runs it
+again; ``name@0``, ``name@1``, ... for the tasks of a ``Send`` fan-out to it),
 links it to the ``after`` stages, binds the memory snapshot, runs your
 function and records its output — by default the JSON form of the update it
-returns, without the substrate key.
+returns (``None`` counts as ``{}``), without the substrate key. Two graph
+nodes must not be given the same explicit ``name``.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from cortex_agents.memory.presets import BUILTIN_PRESETS, PresetRegistry
 from cortex_agents.memory.strategy import Classic, MemoryStrategy
 from cortex_agents.runtime.clock import Clock, utc_clock
 from cortex_agents.runtime.context import StageContext
-from cortex_agents.runtime.stage import bind_context
+from cortex_agents.runtime.stage import bind_context, to_json_output
 from cortex_agents.substrate.events import (
     EdgeAdded,
     Event,
@@ -51,6 +53,16 @@ from cortex_agents.substrate.records import NodeId
 __all__ = ["stage_node"]
 
 StageNodeFunction = Callable[[Any, StageContext], dict[str, Any]]
+
+
+def _base_id(name: str | None, fallback: str, config: RunnableConfig) -> str:
+    """The stage id before repeats are numbered: unique among the tasks of one step."""
+    metadata = config.get("metadata") or {}
+    base = name or metadata.get("langgraph_node") or fallback
+    path = metadata.get("langgraph_path") or ()
+    if len(path) > 1 and path[0] == "__pregel_push" and isinstance(path[1], int):
+        base = f"{base}@{path[1]}"  # a Send: several tasks of this node run in one step
+    return str(base)
 
 
 def _stage_id(log: SubstrateLog, base: str) -> NodeId:
@@ -81,7 +93,7 @@ def stage_node(
     Args:
         fn: Your node body; it also receives the stage context. Sync or async.
         kind: The stage kind recorded.
-        name: The stage id (default: the function's name).
+        name: The stage id (default: the graph node's name, else the function's).
         after: Stage ids this stage consumes (edges are recorded from each;
             they must already be in the substrate), or a function of the state.
         memory: The memory strategy of the stage's handle.
@@ -96,12 +108,12 @@ def stage_node(
     """
     if on_error not in ("raise", "record"):
         raise InvalidArgument("on_error", "must be 'raise' or 'record'", on_error)
-    base = name or getattr(fn, "__name__", kind)
+    fallback = getattr(fn, "__name__", kind)
     strategy = memory if memory is not None else Classic()
 
     def prepare(state: Any, config: RunnableConfig) -> tuple[StageContext, list[Event], int]:
         log = state.get(channel) or SubstrateLog()
-        stage = _stage_id(log, base)
+        stage = _stage_id(log, _base_id(name, fallback, config))
         upstream = list(after(state) if callable(after) else after)
         missing = [s for s in upstream if s not in log.state.nodes]
         if missing:
@@ -125,6 +137,7 @@ def stage_node(
         return ctx, scheduled, len(frontier)
 
     def finish(ctx: StageContext, scheduled: list[Event], seen: int, update: Any) -> dict[str, Any]:
+        update = {} if update is None else update
         if not isinstance(update, dict):
             raise InvalidArgument(
                 "update", "a stage node must return a dict (a state update)", type(update).__name__
@@ -135,7 +148,9 @@ def stage_node(
             *scheduled,
             StageStarted(node_id=ctx.stage_id, at=ctx.entry_time, frontier=seen),
             StageCompleted(
-                node_id=ctx.stage_id, at=clock(), output=to_jsonable_python(recorded, fallback=str)
+                node_id=ctx.stage_id,
+                at=clock(),
+                output=to_json_output(to_jsonable_python(recorded, fallback=str)),
             ),
         ]
         return {**body, channel: [*update.get(channel, ()), *(event_to_dict(e) for e in events)]}
@@ -155,25 +170,23 @@ def stage_node(
         async def anode(state: Any, config: RunnableConfig) -> dict[str, Any]:
             ctx, scheduled, seen = prepare(state, config)
             try:
-                update = await fn(state, ctx)
+                return finish(ctx, scheduled, seen, await fn(state, ctx))
             except Exception as exc:
                 if on_error == "raise":
                     raise
                 return failed(ctx, scheduled, seen, exc)
-            return finish(ctx, scheduled, seen, update)
 
-        anode.__name__ = base
+        anode.__name__ = name or fallback
         return anode
 
     def node(state: Any, config: RunnableConfig) -> dict[str, Any]:
         ctx, scheduled, seen = prepare(state, config)
         try:
-            update = fn(state, ctx)
+            return finish(ctx, scheduled, seen, fn(state, ctx))
         except Exception as exc:
             if on_error == "raise":
                 raise
             return failed(ctx, scheduled, seen, exc)
-        return finish(ctx, scheduled, seen, update)
 
-    node.__name__ = base
+    node.__name__ = name or fallback
     return node

@@ -33,7 +33,7 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 
-from cortex_agents.errors import StorageError
+from cortex_agents.errors import InvalidWire, Problem, StorageError
 from cortex_agents.persistence.saver import CortexSaver
 from cortex_agents.rewrite.materialize import pending_materialization
 from cortex_agents.runtime.clock import Clock
@@ -45,6 +45,7 @@ from cortex_agents.runtime.wire import StageKind, Wire
 from cortex_agents.substrate.events import event_to_dict
 from cortex_agents.substrate.log import SubstrateLog, append_events
 from cortex_agents.substrate.records import NodeId
+from cortex_agents.substrate.state import GraphState
 
 __all__ = ["RunState", "build_graph", "frontier_tag"]
 
@@ -189,8 +190,19 @@ def build_graph(
                 if frontier_tag(prefix) == entry["tag"]:
                     frontiers.put((thread_id, entry["frontier"], entry["tag"]), prefix)
             stage = NodeId(entry["stage"])
+            kind = nodes[stage].kind
+            if kind not in wire.kinds:
+                raise InvalidWire(
+                    [
+                        Problem(
+                            f"thread {thread_id!r}",
+                            f"holds stage {stage!r} of kind {kind!r}, which wire {wire.name!r} "
+                            "does not register: was the thread started by another wire?",
+                        )
+                    ]
+                )
             payload = {**entry, "graph": graph, "input": state.get("input")}
-            out.append(Send(nodes[stage].kind, payload))
+            out.append(Send(kind, payload))
         return out
 
     def frontier_log(stage: str, length: int, tag: str, config: RunnableConfig) -> SubstrateLog:
@@ -219,7 +231,10 @@ def build_graph(
         return log
 
     def stage_node(kind: StageKind) -> RunnableLambda:
-        def context(payload: dict[str, Any], config: RunnableConfig) -> StageContext:
+        def context(
+            payload: dict[str, Any], config: RunnableConfig
+        ) -> tuple[StageContext, GraphState]:
+            """The stage's context, and the graph its events will follow."""
             stage_id = NodeId(payload["stage"])
             seen = frontier_log(stage_id, payload["frontier"], payload["tag"], config)
             spec = wire.spec_for(stage_id, seen.state.node(stage_id).kind)
@@ -232,9 +247,11 @@ def build_graph(
             if spec.scratch is not None:
                 memory = scratch.bind(stage_id, scope=spec.scratch, thread_id=thread_id)
             session = None
+            follows = seen.state
             if spec.rewrite is not None:
                 length, tag = payload.get("graph") or (payload["frontier"], payload["tag"])
                 graph = frontier_log(stage_id, length, tag, config).state
+                follows = graph
                 policy = spec.rewrite
 
                 def session(record: Any) -> RewriteSession:
@@ -249,7 +266,7 @@ def build_graph(
                         record=record,
                     )
 
-            return bind_context(
+            ctx = bind_context(
                 seen,
                 stage_id,
                 thread_id=thread_id,
@@ -261,13 +278,16 @@ def build_graph(
                 scratch=memory,
                 rewrites=session,
             )
+            return ctx, follows
 
         def run(payload: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-            events = execute_stage(kind.fn, context(payload, config), payload["frontier"])
+            ctx, follows = context(payload, config)
+            events = execute_stage(kind.fn, ctx, payload["frontier"], state=follows)
             return {"substrate": [event_to_dict(e) for e in events]}
 
         async def arun(payload: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-            events = await aexecute_stage(kind.fn, context(payload, config), payload["frontier"])
+            ctx, follows = context(payload, config)
+            events = await aexecute_stage(kind.fn, ctx, payload["frontier"], state=follows)
             return {"substrate": [event_to_dict(e) for e in events]}
 
         return RunnableLambda(run, afunc=arun, name=kind.name)

@@ -7,18 +7,26 @@ with the error. A failure is recorded, not raised, so the substrate keeps it;
 the scheduler then stops the run or goes on, as the wire says. If the process
 dies mid-stage nothing is recorded and the stage runs again on resume: stage
 bodies run at least once.
+
+A stage gets copies of its inputs, config and run input, and its output is
+recorded as a fresh JSON value: nothing a stage mutates reaches the
+substrate, a sibling or the caller. Events a stage journals (``ctx.record``)
+are checked against the graph before they are written; one that cannot be
+recorded fails the stage (its journal dropped) instead of the run.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
+from cortex_agents.errors import InvalidEvent
 from cortex_agents.memory.handle import MemoryHandle
 from cortex_agents.memory.presets import BUILTIN_PRESETS, PresetRegistry
 from cortex_agents.memory.snapshot import MemorySnapshot
@@ -30,6 +38,9 @@ from cortex_agents.runtime.wire import StageFunction
 from cortex_agents.substrate.events import Event, StageCompleted, StageFailed, StageStarted
 from cortex_agents.substrate.log import SubstrateLog
 from cortex_agents.substrate.records import NodeId
+from cortex_agents.substrate.state import GraphState, fold
+
+_INT64: Final = 2**63
 
 __all__ = ["bind_context", "execute_stage", "to_json_output"]
 
@@ -37,15 +48,32 @@ __all__ = ["bind_context", "execute_stage", "to_json_output"]
 def to_json_output(output: Any) -> Any:
     """The JSON value of a stage's output (pydantic models and dataclasses are dumped).
 
+    The value is new: later changes to ``output`` do not reach it. Every
+    backend must be able to store it, so integers must fit in 64 bits and
+    strings must be valid Unicode (no lone surrogates).
+
     Raises:
-        TypeError: the output cannot be represented as JSON.
+        TypeError: the output cannot be represented as storable JSON.
     """
     try:
         value = to_jsonable_python(output)
-        json.dumps(value, allow_nan=False)
+        json.dumps(value, allow_nan=False, ensure_ascii=False).encode("utf-8")
+        _check_integers(value)
     except (PydanticSerializationError, TypeError, ValueError) as exc:
         raise TypeError(f"stage output is not JSON-serialisable: {exc}") from None
     return value
+
+
+def _check_integers(value: Any) -> None:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, int) and not isinstance(item, bool) and not -_INT64 <= item < _INT64:
+            raise ValueError(f"integer {item} does not fit in 64 bits")
 
 
 def bind_context(
@@ -76,11 +104,13 @@ def bind_context(
         stage_id=stage_id,
         kind=node.kind,
         thread_id=thread_id,
-        config=node.config,
-        inputs={pred: state.nodes[pred].output for pred in state.predecessors(stage_id)},
+        config=copy.deepcopy(node.config),  # the stage's own copies: its changes stay its own
+        inputs={
+            pred: copy.deepcopy(state.nodes[pred].output) for pred in state.predecessors(stage_id)
+        },
         memory=MemoryHandle(snapshot, stage_id, presets=presets, strategy=strategy),
         entry_time=entry_time,
-        run_input=run_input,
+        run_input=copy.deepcopy(run_input),
         strategy=strategy,
         clock=clock,
         extras=extras or {},
@@ -90,7 +120,9 @@ def bind_context(
     )
 
 
-def _record(ctx: StageContext, frontier: int, outcome: Any, error: Exception | None) -> list[Event]:
+def _record(
+    ctx: StageContext, frontier: int, outcome: Any, error: BaseException | None
+) -> list[Event]:
     """Started, the stage's journal, then completed with the output or failed with the error."""
     started = StageStarted(node_id=ctx.stage_id, at=ctx.entry_time, frontier=frontier)
     if error is None:
@@ -110,18 +142,37 @@ def _record(ctx: StageContext, frontier: int, outcome: Any, error: Exception | N
     ]
 
 
-def execute_stage(fn: StageFunction, ctx: StageContext, frontier: int) -> list[Event]:
-    """Run ``fn(ctx)`` (awaiting it if async) and return the events that record it."""
+def _checked(events: list[Event], ctx: StageContext, state: GraphState | None) -> list[Event]:
+    """``events`` if they can follow ``state``; else the stage's failure, its journal dropped."""
+    if state is None or not ctx.journal:
+        return events
+    try:
+        fold(events, state)
+    except InvalidEvent as exc:
+        error = f"InvalidEvent: the stage journaled an event that cannot be recorded ({exc})"
+        return [events[0], StageFailed(node_id=ctx.stage_id, at=ctx.clock(), error=error)]
+    return events
+
+
+def execute_stage(
+    fn: StageFunction, ctx: StageContext, frontier: int, *, state: GraphState | None = None
+) -> list[Event]:
+    """Run ``fn(ctx)`` (awaiting it if async) and return the events that record it.
+
+    ``state``: the graph the stage's events will follow, to check its journal against.
+    """
     try:
         output = fn(ctx)
         if inspect.isawaitable(output):
             output = asyncio.run(_await(output))
-    except Exception as exc:  # the model of the run: a failure is recorded, not raised
-        return _record(ctx, frontier, None, exc)
-    return _record(ctx, frontier, output, None)
+    except (Exception, asyncio.CancelledError) as exc:  # a failure is recorded, not raised
+        return _checked(_record(ctx, frontier, None, exc), ctx, state)
+    return _checked(_record(ctx, frontier, output, None), ctx, state)
 
 
-async def aexecute_stage(fn: StageFunction, ctx: StageContext, frontier: int) -> list[Event]:
+async def aexecute_stage(
+    fn: StageFunction, ctx: StageContext, frontier: int, *, state: GraphState | None = None
+) -> list[Event]:
     """:func:`execute_stage` inside an event loop (sync functions run in a worker thread)."""
     try:
         if inspect.iscoroutinefunction(fn):
@@ -130,9 +181,14 @@ async def aexecute_stage(fn: StageFunction, ctx: StageContext, frontier: int) ->
             output = await asyncio.to_thread(fn, ctx)
             if inspect.isawaitable(output):
                 output = await output
+    except asyncio.CancelledError as exc:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise  # this task is being cancelled (a timeout, a shutdown): not the stage's failure
+        return _checked(_record(ctx, frontier, None, exc), ctx, state)
     except Exception as exc:
-        return _record(ctx, frontier, None, exc)
-    return _record(ctx, frontier, output, None)
+        return _checked(_record(ctx, frontier, None, exc), ctx, state)
+    return _checked(_record(ctx, frontier, output, None), ctx, state)
 
 
 async def _await(awaitable: Any) -> Any:

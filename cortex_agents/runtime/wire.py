@@ -211,7 +211,7 @@ def _problems(wire: Wire) -> list[Problem]:
     if not isinstance(wire.name, str) or not ID_PATTERN.fullmatch(wire.name):
         problems.append(Problem("name", f"must match `{ID_PATTERN.pattern}` (got {wire.name!r})"))
     for name, kind in wire.kinds.items():
-        if not ID_PATTERN.fullmatch(name) or name in ("scheduler", "__start__", "__end__"):
+        if not ID_PATTERN.fullmatch(name) or name == "scheduler" or name.startswith("__"):
             problems.append(
                 Problem(
                     f"kinds[{name!r}]", f"must match `{ID_PATTERN.pattern}` and not be reserved"

@@ -159,8 +159,10 @@ def _resolve(reference: str, base: Path, where: str) -> Any:
     else:
         try:
             module = importlib.import_module(module_name)
-        except ImportError as exc:
-            raise InvalidWire([Problem(where, f"cannot import {module_name!r}: {exc}")]) from None
+        except Exception as exc:  # not found, or its import raised: the wire cannot load it
+            raise InvalidWire(
+                [Problem(where, f"cannot import {module_name!r}: {type(exc).__name__}: {exc}")]
+            ) from None
     try:
         return getattr(module, attr)
     except AttributeError:

@@ -101,3 +101,54 @@ def test_after_must_name_recorded_stages():
     app = graph.compile(checkpointer=memory_saver())
     with pytest.raises(InvalidArgument, match="not in the substrate yet"):
         app.invoke({}, config())
+
+
+def test_one_function_wrapped_twice_or_fanned_out_by_send_records_distinct_stages():
+    from langgraph.types import Send
+
+    clock = TickingClock(T0, timedelta(seconds=1))
+
+    def analyse(state: State, ctx: StageContext) -> dict:
+        return {"notes": [ctx.stage_id]}
+
+    def fan(state: State) -> list:
+        return [Send("work", {"question": str(i)}) for i in range(3)]
+
+    class Notes(TypedDict, total=False):
+        question: str
+        notes: Annotated[list[str], lambda a, b: a + b]
+        substrate: Annotated[SubstrateLog, append_events]
+
+    graph = StateGraph(Notes)
+    graph.add_node("a1", stage_node(analyse, kind="analyst", clock=clock))
+    graph.add_node("a2", stage_node(analyse, kind="analyst", clock=clock))
+    graph.add_node("work", stage_node(analyse, kind="analyst", clock=clock))
+    graph.add_edge(START, "a1")
+    graph.add_edge(START, "a2")
+    graph.add_conditional_edges(START, fan, ["work"])
+    app = graph.compile(checkpointer=memory_saver())
+    out = app.invoke({"question": "q"}, config())
+    assert sorted(out["notes"]) == ["a1", "a2", "work@0", "work@1", "work@2"]
+    assert sorted(out["substrate"].state.nodes) == ["a1", "a2", "work@0", "work@1", "work@2"]
+    assert app.get_state(config()).values["substrate"] == out["substrate"]  # the thread is sound
+
+
+def test_record_mode_records_updates_a_store_cannot_hold_and_none_is_an_empty_update():
+    clock = TickingClock(T0, timedelta(seconds=1))
+
+    def nothing(state: State, ctx: StageContext) -> None:
+        return None
+
+    def not_a_number(state: State, ctx: StageContext) -> dict:
+        return {"answer": float("nan")}
+
+    graph = StateGraph(State)
+    graph.add_node("quiet", stage_node(nothing, kind="k", clock=clock, on_error="record"))
+    graph.add_node("nan", stage_node(not_a_number, kind="k", clock=clock, on_error="record"))
+    graph.add_edge(START, "quiet")
+    graph.add_edge("quiet", "nan")
+    out = graph.compile(checkpointer=memory_saver()).invoke({"question": "q"}, config())
+    nodes = out["substrate"].state.nodes
+    assert (nodes["quiet"].status, nodes["quiet"].output) == ("completed", {})
+    assert nodes["nan"].status == "failed" and "not JSON-serialisable" in nodes["nan"].error
+    assert "answer" not in out  # a recorded failure drops the update

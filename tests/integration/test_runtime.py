@@ -257,3 +257,112 @@ def test_a_logical_clock_gives_parallel_stages_the_same_times_in_every_run():
     assert all(log == logs[0] for log in logs)
     entries = {e.node_id: e.at for e in runs[0].log if isinstance(e, StageStarted)}
     assert entries["a"] < entries["b"] < entries["c"]  # position in the frontier, not thread order
+
+
+def test_outputs_every_backend_can_store_or_a_legible_failure(tmp_path):
+    wire = (
+        WireBuilder("storable")
+        .kind("big", lambda ctx: {"n": 2**64})
+        .kind("surrogate", lambda ctx: {"t": "\ud800"})
+        .kind("fine", lambda ctx: {"n": 2**63 - 1, "t": "é"})
+        .stage("b", "big")
+        .stage("s", "surrogate")
+        .stage("f", "fine")
+        .on_failure("continue")
+        .build()
+    )
+    with open_saver(tmp_path / "s.db") as saver:
+        result = Runtime(wire, saver, clock=clock()).run("t")
+    failures = dict(result.failures)
+    assert "64 bits" in failures["b"] and "not JSON-serialisable" in failures["s"]
+    assert result.outputs["f"] == {"n": 2**63 - 1, "t": "é"}
+
+
+def test_a_stage_mutating_its_inputs_config_or_run_input_changes_nothing_recorded():
+    seen: dict[str, Any] = {}
+
+    def source(ctx: StageContext) -> dict:
+        return {"items": [1], "meta": {"v": 1}}
+
+    def vandal(ctx: StageContext) -> dict:
+        ctx.inputs["src"]["items"].append("MUTATED")
+        ctx.config["nested"]["n"] = "MUTATED"
+        ctx.run_input["claim"] = "HIJACKED"
+        return {"ok": True}
+
+    def reader(ctx: StageContext) -> dict:
+        time.sleep(0.05)  # runs beside the vandal, in the same frontier
+        seen["inputs"], seen["run_input"] = ctx.inputs["src"], ctx.run_input
+        return {"ok": True}
+
+    wire = (
+        WireBuilder("mutation")
+        .kind("source", source)
+        .kind("vandal", vandal)
+        .kind("reader", reader)
+        .stage("src", "source")
+        .stage("v", "vandal", after=["src"], config={"nested": {"n": 1}})
+        .stage("r", "reader", after=["src"])
+        .build()
+    )
+    caller_input = {"claim": "X"}
+    result = Runtime(wire, memory_saver(), clock=clock()).run("t", caller_input)
+    assert result.complete
+    assert result.outputs["src"] == {"items": [1], "meta": {"v": 1}}
+    assert result.state.nodes["v"].config == {"nested": {"n": 1}}
+    assert seen == {"inputs": {"items": [1], "meta": {"v": 1}}, "run_input": {"claim": "X"}}
+    assert caller_input == {"claim": "X"}
+
+
+def test_an_event_a_stage_cannot_record_fails_that_stage_not_the_thread():
+    from cortex_agents.substrate import EdgeAdded
+
+    def forger(ctx: StageContext) -> dict:
+        ctx.record(EdgeAdded(source=ctx.stage_id, target="ghost", at=ctx.clock()))
+        return {"ok": True}
+
+    wire = (
+        WireBuilder("journal")
+        .kind("forger", forger)
+        .kind("fine", lambda ctx: {"ok": True})
+        .stage("a", "forger")
+        .stage("b", "fine")
+        .on_failure("continue")
+        .build()
+    )
+    runtime = Runtime(wire, memory_saver(), clock=clock())
+    result = runtime.run("t")
+    assert "journaled an event that cannot be recorded" in dict(result.failures)["a"]
+    assert result.outputs["b"] == {"ok": True}
+    assert runtime.result("t").state.nodes["a"].status == "failed"  # the thread stays readable
+
+
+def test_a_cancelled_error_raised_by_a_stage_is_its_failure():
+    async def cancels(ctx: StageContext) -> dict:
+        raise asyncio.CancelledError("an inner task was cancelled")
+
+    wire = WireBuilder("cancel").kind("k", cancels).stage("s", "k").on_failure("continue").build()
+    result = Runtime(wire, memory_saver(), clock=clock()).run("t")
+    assert "CancelledError" in dict(result.failures)["s"]
+
+
+def test_a_thread_of_another_wire_is_refused_legibly_when_it_needs_a_kind_this_one_lacks():
+    from cortex_agents.errors import InvalidWire
+
+    def boom(ctx: StageContext) -> dict:
+        raise ValueError("x")
+
+    first = WireBuilder("first").kind("kf", boom).stage("f", "kf").on_failure("continue").build()
+    second = WireBuilder("second").kind("kb", lambda ctx: {}).stage("x", "kb").build()
+    saver = memory_saver()
+    Runtime(first, saver, clock=clock()).run("t")
+    with pytest.raises(InvalidWire, match="started by another wire"):
+        Runtime(second, saver, clock=clock()).run("t")
+
+
+def test_kind_names_langgraph_reserves_are_refused_before_running():
+    from cortex_agents.errors import InvalidWire
+
+    for name in ("__interrupt__", "__pregel_pull", "scheduler"):
+        with pytest.raises(InvalidWire, match="reserved"):
+            WireBuilder("w").kind(name, lambda ctx: {}).stage("s", name).build()

@@ -278,3 +278,19 @@ def test_a_wire_file_reports_every_problem_at_once(tmp_path):
     text = str(caught.value)
     assert "unknown kind 'ghost'" in text and "'zz'" in text and "missing" in text
     assert "unknown kind 'planner'" not in text  # a kind that failed to load is still declared
+
+
+def test_a_kind_module_that_raises_on_import_is_a_wire_problem(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "boom_kinds.py").write_text("raise RuntimeError('boom at import')\n")
+    for reference, said in [
+        ("boom_kinds:plan", "RuntimeError: boom at import"),
+        (".relative:plan", "cannot import '.relative'"),
+        ("cortex_agents_missing_module:plan", "ModuleNotFoundError"),
+    ]:
+        (tmp_path / "w.toml").write_text(
+            f'name = "t"\n[kinds]\nplanner = "{reference}"\n[[stages]]\nid = "p"\nkind = "planner"\n'
+        )
+        with pytest.raises(InvalidWire) as caught:
+            load_wire(tmp_path / "w.toml")
+        assert "kinds.planner" in str(caught.value) and said in str(caught.value)
