@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,6 +17,7 @@ from cortex_agents.cli.db_cmds import open_database
 from cortex_agents.errors import InvalidArgument, RunFailed
 from cortex_agents.persistence.transfer import thread_config
 from cortex_agents.runtime import Progress, Runtime, load_wire
+from cortex_agents.scratch import open_scratch
 from cortex_agents.stages.llm import CHAT_MODEL, chat_model_from_env
 from cortex_agents.substrate import NodeScheduled, StageCompleted, StageFailed, StageStarted
 
@@ -87,13 +89,17 @@ def run(
     with fail_cleanly():
         wire = load_wire(wire_path)
         run_input = parse_input(input_json)
-        with open_database(db, create=True) as saver:
+        with ExitStack() as stack:
+            saver = stack.enter_context(open_database(db, create=True))
+            # scratch memory, if the wire declares any, lives in the same database
+            scratch = stack.enter_context(open_scratch(db)) if wire.uses_scratch else None
             model = chat_model_from_env()  # LLM stages fail legibly without one; others never ask
             runtime = Runtime(
                 wire,
                 saver,
                 lock_timeout=lock_timeout,
                 services={CHAT_MODEL: model} if model else {},
+                scratch=scratch,
             )
             stdout.print(
                 f"running [bold]{wire.name}[/bold] on thread [bold]{thread_id}[/bold] in {db}"

@@ -37,7 +37,7 @@ from cortex_agents.memory.presets import BUILTIN_PRESETS, PresetRegistry
 from cortex_agents.memory.strategy import Classic, MemoryStrategy
 from cortex_agents.runtime.clock import Clock, utc_clock
 from cortex_agents.runtime.context import StageContext
-from cortex_agents.runtime.stage import bind_context, to_json_output
+from cortex_agents.runtime.stage import bind_context, describe_error, to_json_output
 from cortex_agents.substrate.events import (
     EdgeAdded,
     Event,
@@ -117,8 +117,12 @@ def stage_node(
         upstream = list(after(state) if callable(after) else after)
         missing = [s for s in upstream if s not in log.state.nodes]
         if missing:
+            known = sorted(log.state.nodes)
             raise InvalidArgument(
-                "after", f"stages {missing} are not in the substrate yet", upstream
+                "after",
+                f"stages {missing} are not in the substrate yet (it holds {known[:20]}; a "
+                "stage's id is its graph node's name unless stage_node(name=...) sets it)",
+                upstream,
             )
         now = clock()
         scheduled: list[Event] = [NodeScheduled(node_id=stage, kind=kind, at=now)]
@@ -161,7 +165,7 @@ def stage_node(
         events = [
             *scheduled,
             StageStarted(node_id=ctx.stage_id, at=ctx.entry_time, frontier=seen),
-            StageFailed(node_id=ctx.stage_id, at=clock(), error=f"{type(exc).__name__}: {exc}"),
+            StageFailed(node_id=ctx.stage_id, at=clock(), error=describe_error(exc)),
         ]
         return {channel: [event_to_dict(e) for e in events]}
 

@@ -21,6 +21,8 @@ import asyncio
 import copy
 import inspect
 import json
+import os
+import traceback
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -42,7 +44,7 @@ from cortex_agents.substrate.state import GraphState, fold
 
 _INT64: Final = 2**63
 
-__all__ = ["bind_context", "execute_stage", "to_json_output"]
+__all__ = ["bind_context", "describe_error", "execute_stage", "to_json_output"]
 
 
 def to_json_output(output: Any) -> Any:
@@ -120,20 +122,29 @@ def bind_context(
     )
 
 
+def describe_error(error: BaseException) -> str:
+    """``Type: message (at file.py:line in function)``: where the stage's code raised it."""
+    text = f"{type(error).__name__}: {error}"
+    frames = traceback.extract_tb(error.__traceback__) if error.__traceback__ else []
+    if frames:
+        where = frames[-1]
+        text += f" (at {os.path.basename(where.filename)}:{where.lineno} in {where.name})"
+    return text
+
+
 def _record(
     ctx: StageContext, frontier: int, outcome: Any, error: BaseException | None
 ) -> list[Event]:
     """Started, the stage's journal, then completed with the output or failed with the error."""
     started = StageStarted(node_id=ctx.stage_id, at=ctx.entry_time, frontier=frontier)
+    reason = None if error is None else describe_error(error)
     if error is None:
         try:
             value = to_json_output(outcome)
         except TypeError as exc:
-            error = exc
-    if error is not None:
-        failed = StageFailed(
-            node_id=ctx.stage_id, at=ctx.clock(), error=f"{type(error).__name__}: {error}"
-        )
+            reason = f"TypeError: {exc}"  # the output's fault, not a line of the stage's code
+    if reason is not None:
+        failed = StageFailed(node_id=ctx.stage_id, at=ctx.clock(), error=reason)
         return [started, *ctx.journal, failed]
     return [
         started,

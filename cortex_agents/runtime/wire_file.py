@@ -32,6 +32,7 @@ Relative file paths in ``kinds`` are resolved against the wire file's folder.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import sys
@@ -43,6 +44,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from pydantic import ValidationError as PydanticValidationError
 
+from cortex_agents.bundled import bundled_path
 from cortex_agents.errors import CortexError, InvalidArgument, InvalidWire, Problem
 from cortex_agents.memory.presets import BUILTIN_PRESETS, Preset
 from cortex_agents.memory.spec import WalkSpec, Weights
@@ -267,11 +269,18 @@ def _unloaded(ctx: Any) -> Any:  # stands in for a kind that failed to load; nev
 def load_wire(path: str | Path) -> Wire:
     """Load and validate a wire from ``.py``, ``.toml``, ``.yaml`` or ``.yml``.
 
+    ``graphs/<name>`` that is not a file here names the example shipped with
+    the package (``graphs/fanout_demo.py``, ``graphs/claim_review.py``), so the
+    README's commands work outside a clone too.
+
     Raises:
         InvalidWire: the file is missing, unreadable or invalid; every problem
             names its field.
     """
     path = Path(path)
+    if not path.is_file() and path.parent.as_posix() == "graphs":
+        with contextlib.suppress(InvalidArgument):
+            path = bundled_path("graphs", path.name)
     if not path.is_file():
         raise InvalidWire([Problem(str(path), "no such file")])
     suffix = path.suffix.lower()

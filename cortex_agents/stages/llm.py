@@ -128,7 +128,8 @@ def chat_model_from_env(env: Mapping[str, str] | None = None) -> BaseChatModel |
 
 
 def _model(ctx: StageContext) -> BaseChatModel:
-    model = ctx.extras.get(CHAT_MODEL)
+    """The stage's chat model: the runtime's ``chat_model`` service, else one from the environment."""
+    model = ctx.extras.get(CHAT_MODEL) or chat_model_from_env()
     if model is None:
         raise ModelUnavailable(
             f"stage {ctx.stage_id!r} needs a chat model: set OPENAI_API_KEY (or OPENAI_BASE_URL for an "

@@ -24,6 +24,7 @@ times stable too), and render nothing unordered or random into a request.
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
@@ -120,10 +121,25 @@ def replay(
 def record(
     path: str | Path, *, mode: Literal["all", "new_episodes", "once"] = "all"
 ) -> Iterator[Cassette]:
-    """Record live exchanges into a cassette (``all`` rewrites it from scratch)."""
+    """Record live exchanges into a cassette (``all`` rewrites it from scratch).
+
+    With ``all`` the new recording goes to ``<path>.recording`` and replaces
+    the cassette only when the block succeeds: a failed recording (the
+    endpoint down, a test failing) leaves the old cassette as it was.
+    """
     cassette_path = Path(path)
     cassette_path.parent.mkdir(parents=True, exist_ok=True)
-    if mode == "all" and cassette_path.exists():
-        cassette_path.unlink()
-    with cassette_vcr().use_cassette(str(cassette_path), record_mode=mode) as cassette:
-        yield cassette
+    if mode != "all":
+        with cassette_vcr().use_cassette(str(cassette_path), record_mode=mode) as cassette:
+            yield cassette
+        return
+    temporary = cassette_path.with_name(f"{cassette_path.name}.recording")
+    temporary.unlink(missing_ok=True)
+    try:
+        with cassette_vcr().use_cassette(str(temporary), record_mode="all") as cassette:
+            yield cassette
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    if temporary.exists():
+        os.replace(temporary, cassette_path)

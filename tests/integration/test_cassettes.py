@@ -74,6 +74,26 @@ def test_record_then_replay_offline(server, tmp_path):
         assert played.play_count == 1
 
 
+def test_a_failed_recording_leaves_the_old_cassette_as_it_was(server, tmp_path):
+    cassette = tmp_path / "chat.yaml"
+    with record(cassette):
+        model(server).invoke("hello")
+    before = cassette.read_bytes()
+
+    def failing_recording() -> None:
+        with record(cassette):
+            model(server).invoke("something else")
+            raise RuntimeError("the test failed")
+
+    with pytest.raises(RuntimeError, match="the test failed"):
+        failing_recording()
+    assert cassette.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["chat.yaml"]
+    with record(cassette):  # a successful recording replaces it
+        model(server).invoke("something else")
+    assert "something else" in cassette.read_text()
+
+
 def test_a_changed_prompt_is_an_error_not_a_stale_answer(server, tmp_path):
     cassette = tmp_path / "chat.yaml"
     with record(cassette):

@@ -91,7 +91,7 @@ def test_on_error_record_writes_the_failure():
     app = build("record")
     out = app.invoke({"question": "explode", "loops": 5}, config())
     node = out["substrate"].state.nodes["research"]
-    assert node.status == "failed" and node.error == "RuntimeError: research failed"
+    assert node.status == "failed" and node.error.startswith("RuntimeError: research failed (at ")
 
 
 def test_after_must_name_recorded_stages():

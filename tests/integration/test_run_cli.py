@@ -109,3 +109,23 @@ def test_resuming_a_thread_with_a_new_input_says_the_input_is_ignored(tmp_path):
     again = cli("run", DEMO, "--db", db, "--thread", "t", "--input", '{"topic": "b"}')
     assert again.exit_code == 0
     assert "exists, so it is resumed with the input it started with" in again.stderr
+
+
+def test_run_opens_scratch_memory_in_the_runs_database(tmp_path):
+    from cortex_agents.scratch import open_scratch
+
+    (tmp_path / "kinds.py").write_text(
+        "def keep(ctx):\n"
+        "    ctx.scratch.append('/seen', ctx.thread_id)\n"
+        "    return {'files': [f.path for f in ctx.scratch.files()]}\n"
+    )
+    (tmp_path / "w.toml").write_text(
+        'name = "notes"\n[kinds]\nkeeper = "kinds.py:keep"\n'
+        '[[stages]]\nid = "keeper"\nkind = "keeper"\nscratch = "global"\n'
+    )
+    db = tmp_path / "run.db"
+    for thread in ("t1", "t2"):
+        result = cli("run", tmp_path / "w.toml", "--db", db, "--thread", thread)
+        assert result.exit_code == 0, result.output
+    with open_scratch(db) as scratch:
+        assert scratch.bind("keeper", scope="global", thread_id=None).read("/seen") == "t1\nt2"
