@@ -51,6 +51,7 @@ from cortex_agents.timestamps import format_timestamp, parse_timestamp
 
 __all__ = [
     "SCHEMA_VERSION",
+    "SQLITE_HEADER",
     "SnapshotDocument",
     "dump_snapshot",
     "load_snapshot",
@@ -62,6 +63,8 @@ __all__ = [
 ]
 
 SCHEMA_VERSION: Final = "1"
+SQLITE_HEADER: Final = b"SQLite format 3\x00"
+"""The first bytes of every SQLite database file (told apart from a snapshot)."""
 
 NonEmpty = Annotated[str, Field(min_length=1)]
 
@@ -387,7 +390,7 @@ def _read_file(path: str | Path) -> str:
         raw = Path(path).read_bytes()
     except OSError as exc:
         raise InvalidSnapshot([Problem(str(path), f"cannot read file: {exc.strerror}")]) from None
-    if raw.startswith(b"SQLite format 3\x00"):
+    if raw.startswith(SQLITE_HEADER):
         raise InvalidSnapshot(
             [
                 Problem(

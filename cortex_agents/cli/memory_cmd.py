@@ -23,7 +23,7 @@ from cortex_agents.memory import (
     Scope,
     Weights,
 )
-from cortex_agents.snapshot_file import load_snapshot
+from cortex_agents.snapshot_file import SQLITE_HEADER, load_snapshot
 from cortex_agents.timestamps import format_timestamp
 
 _AXES = ("graph", "temporal", "semantic")
@@ -90,7 +90,7 @@ def _is_sqlite_file(source: object) -> bool:
     path = Path(str(source))
     try:
         with path.open("rb") as file:
-            return file.read(16) == b"SQLite format 3\x00"
+            return file.read(len(SQLITE_HEADER)) == SQLITE_HEADER
     except OSError:
         return False
 

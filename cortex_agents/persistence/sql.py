@@ -144,13 +144,23 @@ class _SqlTransaction(Transaction):
 
 
 def sqlite_connect(
-    path: str | Path, *, synchronous: Synchronous = "FULL", busy_timeout_ms: int = 5000
+    path: str | Path,
+    *,
+    synchronous: Synchronous = "FULL",
+    busy_timeout_ms: int = 5000,
+    isolation_level: str | None = "",
 ) -> sqlite3.Connection:
     """A connection with cortex-agents' pragmas, usable across threads.
 
-    It keeps Python's default (implicit) transactions, which LangGraph's
+    By default it keeps Python's implicit transactions, which LangGraph's
     ``SqliteSaver`` relies on to commit a batch of writes with one sync; the
     substrate store brackets its own work with explicit ``BEGIN IMMEDIATE``.
+    ``isolation_level=None`` gives autocommit (LangGraph's ``SqliteStore``
+    issues its own ``BEGIN``).
+
+    Raises:
+        StorageError: ``unreachable`` (a directory, a missing folder, a file
+            SQLite cannot open) or ``not_a_database``.
     """
     if synchronous not in ("FULL", "NORMAL"):
         raise InvalidArgument("synchronous", "must be 'FULL' or 'NORMAL'", synchronous)
@@ -159,11 +169,18 @@ def sqlite_connect(
         raise StorageError("unreachable", f"cannot open {str(path)!r}: it is a directory")
     if not where.parent.is_dir():
         raise StorageError(
-            "unreachable", f"cannot open {str(path)!r}: no directory {str(where.parent)!r}"
+            "unreachable",
+            f"cannot open {str(path)!r}: directory {str(where.parent)!r} does not exist; "
+            "create it first",
         )
     conn = None
     try:
-        conn = sqlite3.connect(str(path), check_same_thread=False, timeout=busy_timeout_ms / 1000)
+        conn = sqlite3.connect(
+            str(path),
+            check_same_thread=False,
+            timeout=busy_timeout_ms / 1000,
+            isolation_level=isolation_level,
+        )
         enable_wal(conn, busy_timeout_ms / 1000)
         conn.execute(f"PRAGMA synchronous={synchronous}")
         conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")

@@ -32,7 +32,6 @@ when ``db`` is neither a non-empty path nor None.
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -40,7 +39,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from cortex_agents.errors import InvalidArgument, StorageError
-from cortex_agents.persistence.sql import enable_wal
+from cortex_agents.persistence.sql import sqlite_connect
 from cortex_agents.persistence.urls import (
     is_postgres_url,
     postgres_reachable,
@@ -92,34 +91,13 @@ def open_scratch(db: str | Path | None) -> Iterator[ScratchBackend]:
         yield backend
 
 
-def _cannot_open(path: Path, reason: object) -> StorageError:
-    return StorageError("unreachable", f"cannot open SQLite database {str(path)!r}: {reason}")
-
-
-def _sqlite_connection(path: Path) -> sqlite3.Connection:
-    """A connection as ``SqliteStore`` needs it: autocommit, usable across threads."""
-    if not path.parent.is_dir():
-        raise _cannot_open(path, f"directory {str(path.parent)!r} does not exist; create it first")
-    try:
-        # isolation_level=None: SqliteStore issues its own BEGIN and COMMIT.
-        conn = sqlite3.connect(
-            str(path), check_same_thread=False, isolation_level=None, timeout=_BUSY_TIMEOUT_S
-        )
-    except sqlite3.Error as exc:
-        raise _cannot_open(path, exc) from None
-    try:
-        enable_wal(conn, _BUSY_TIMEOUT_S)  # readers never block the guarded writer
-    except sqlite3.Error as exc:  # e.g. "file is not a database", a read-only file
-        conn.close()
-        raise _cannot_open(path, exc) from None
-    return conn
-
-
 @contextmanager
 def _open_sqlite(path: Path) -> Iterator[ScratchBackend]:
     from langgraph.store.sqlite import SqliteStore
 
-    conn = _sqlite_connection(path)
+    # The substrate's connection settings (WAL: readers never block the guarded writer),
+    # in autocommit: SqliteStore issues its own BEGIN and COMMIT.
+    conn = sqlite_connect(path, busy_timeout_ms=int(_BUSY_TIMEOUT_S * 1000), isolation_level=None)
     try:
         backend = ScratchBackend.for_store(SqliteStore(conn))
         # The guard locks the whole file (or, in memory, the whole store): one setup at a time.

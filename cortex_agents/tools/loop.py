@@ -137,36 +137,34 @@ def execute_call(
     tool = catalog.get(name)
     if tool is None:
         available = ", ".join(sorted(catalog)) or "none"
-        message = tool_error(
+        return _refused(
+            call,
             "tool_not_available",
             f"tool {name!r} is not available in this stage; available: {available}",
-            tool_call_id=call_id,
-            name=name,
         )
-    else:
-        injected = getattr(tool, "_injected_args_keys", frozenset())
-        clean = {k: v for k, v in args.items() if k not in injected and k != "runtime"}
-        runtime = ToolRuntime(
-            state={},
-            context=context,
-            config=config or {},
-            stream_writer=lambda _: None,
-            tool_call_id=call_id,
-            store=None,
-        )
-        result = tool.invoke(
-            {
-                "type": "tool_call",
-                "name": name,
-                "id": call_id,
-                "args": {**clean, "runtime": runtime},
-            }
-        )
-        message = (
-            result
-            if isinstance(result, ToolMessage)
-            else ToolMessage(str(result), tool_call_id=call_id, name=name)
-        )
+    injected = getattr(tool, "_injected_args_keys", frozenset())
+    clean = {k: v for k, v in args.items() if k not in injected and k != "runtime"}
+    runtime = ToolRuntime(
+        state={},
+        context=context,
+        config=config or {},
+        stream_writer=lambda _: None,
+        tool_call_id=call_id,
+        store=None,
+    )
+    result = tool.invoke(
+        {
+            "type": "tool_call",
+            "name": name,
+            "id": call_id,
+            "args": {**clean, "runtime": runtime},
+        }
+    )
+    message = (
+        result
+        if isinstance(result, ToolMessage)
+        else ToolMessage(str(result), tool_call_id=call_id, name=name)
+    )
     record = ToolCall(
         name=name,
         call_id=call_id,
@@ -179,7 +177,7 @@ def execute_call(
 
 
 def _refused(call: Any, code: str, reason: str) -> tuple[ToolMessage, ToolCall]:
-    """An error answer to a call that did not run (malformed, or over the turn's limit)."""
+    """An error answer to a call that did not run (no such tool, malformed, over the limit)."""
     name, call_id = call.get("name") or "", call.get("id") or ""
     raw = call.get("args")
     arguments = raw if isinstance(raw, dict) else {"raw": str(raw)[:2000]}

@@ -241,19 +241,19 @@ def test_a_missing_sqlite_directory_is_an_error_naming_the_path(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("make", "reason"),
+    ("make", "reason", "code"),
     [
-        (lambda tmp: tmp, "unable to open database file"),  # a directory
-        (lambda tmp: tmp / "text.db", "file is not a database"),
+        (lambda tmp: tmp, "it is a directory", "unreachable"),
+        (lambda tmp: tmp / "text.db", "file is not a database", "not_a_database"),
     ],
     ids=["a directory", "not a database"],
 )
-def test_a_path_sqlite_cannot_open_is_an_error_naming_it(tmp_path, make, reason):
+def test_a_path_sqlite_cannot_open_is_an_error_naming_it(tmp_path, make, reason, code):
     (tmp_path / "text.db").write_text("plain text, not SQLite\n" * 10)
     path = make(tmp_path)
     with pytest.raises(StorageError, match=reason) as caught, open_scratch(path):
         pytest.fail("opened something that is not a SQLite database")
-    assert caught.value.code == "unreachable" and repr(str(path)) in str(caught.value)
+    assert caught.value.code == code and repr(str(path)) in str(caught.value)
 
 
 @pytest.mark.parametrize(

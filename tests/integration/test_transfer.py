@@ -207,7 +207,7 @@ def test_commands_that_create_a_database_fail_cleanly_on_impossible_paths(tmp_pa
     (tmp_path / "adir").mkdir()
     (tmp_path / "notes.db").write_text("hello\n")
     for db, message in [
-        (tmp_path / "nodir" / "x.db", "no directory"),
+        (tmp_path / "nodir" / "x.db", "does not exist; create it first"),
         (tmp_path / "adir", "it is a directory"),
         (tmp_path / "notes.db", "is not a SQLite database"),
     ]:
