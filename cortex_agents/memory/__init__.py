@@ -6,7 +6,7 @@ definition) and :func:`query_vectorised` (numpy/scipy, what users run);
 they agree to the last bit.
 """
 
-from cortex_agents.memory.engine import QueryMemo, query_vectorised
+from cortex_agents.memory.engine import QueryMemo, query_vectorised, rank_vectorised
 from cortex_agents.memory.extract import (
     ExtractedFields,
     Extractor,
@@ -16,7 +16,7 @@ from cortex_agents.memory.extract import (
 )
 from cortex_agents.memory.handle import MemoryHandle
 from cortex_agents.memory.influence import DEFAULT_ALPHA, canonical_order, dag_random_walk_influence
-from cortex_agents.memory.match import Match
+from cortex_agents.memory.match import Match, Ranking
 from cortex_agents.memory.presets import BUILTIN_PRESETS, Preset, PresetRegistry
 from cortex_agents.memory.reference import query_reference
 from cortex_agents.memory.scoring import composite_score, hop_decay, temporal_axis
@@ -55,6 +55,7 @@ __all__ = [
     "PresetRegistry",
     "Query",
     "QueryMemo",
+    "Ranking",
     "Scope",
     "SemanticScorer",
     "TokenJaccard",
@@ -72,6 +73,7 @@ __all__ = [
     "projection_extractor",
     "query_reference",
     "query_vectorised",
+    "rank_vectorised",
     "temporal_axis",
     "token_jaccard",
     "tokenize",

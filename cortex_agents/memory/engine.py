@@ -31,13 +31,13 @@ from scipy.sparse.linalg import spsolve_triangular
 
 from cortex_agents.errors import UnknownNode
 from cortex_agents.memory.index import IntArray, RelationIndex, SnapshotIndex
-from cortex_agents.memory.match import Match
+from cortex_agents.memory.match import Match, Ranking
 from cortex_agents.memory.scoring import MICROS_PER_SECOND, clamp_axis
 from cortex_agents.memory.semantic import TokenJaccard, tokenize
 from cortex_agents.memory.snapshot import MemorySnapshot
 from cortex_agents.memory.spec import Query, WalkSpec
 
-__all__ = ["QueryMemo", "query_vectorised"]
+__all__ = ["QueryMemo", "query_vectorised", "rank_vectorised"]
 
 FloatArray = npt.NDArray[np.float64]
 _RELATIONS: Final[dict[str, tuple[str, ...]]] = {
@@ -247,6 +247,24 @@ def query_vectorised(
 ) -> tuple[Match, ...]:
     """Rank the memory of ``origin`` in ``snapshot`` (the fast engine).
 
+    The matches of :func:`rank_vectorised`; see there.
+    """
+    return rank_vectorised(snapshot, origin, spec, query, memo=memo).matches
+
+
+def rank_vectorised(
+    snapshot: MemorySnapshot,
+    origin: str,
+    spec: WalkSpec | None = None,
+    query: Query | None = None,
+    *,
+    memo: QueryMemo | None = None,
+) -> Ranking:
+    """Rank the memory of ``origin`` in ``snapshot``; only the first ``limit`` become matches.
+
+    ``Ranking.total`` counts every candidate that passed the filters, so a
+    caller can say how many were left out without materialising them.
+
     Args:
         snapshot: The bound snapshot.
         origin: The node whose memory is queried (never a candidate).
@@ -320,4 +338,4 @@ def query_vectorised(
                 output=node.output,
             )
         )
-    return tuple(matches)
+    return Ranking(tuple(matches), len(nodes))

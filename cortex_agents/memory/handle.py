@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from cortex_agents.errors import InvalidArgument
-from cortex_agents.memory.engine import QueryMemo, query_vectorised
-from cortex_agents.memory.match import Match
+from cortex_agents.memory.engine import QueryMemo, rank_vectorised
+from cortex_agents.memory.match import Match, Ranking
 from cortex_agents.memory.presets import BUILTIN_PRESETS, PresetRegistry
 from cortex_agents.memory.snapshot import MemorySnapshot
 from cortex_agents.memory.spec import Query, WalkSpec
@@ -53,10 +53,22 @@ class MemoryHandle:
             UnknownNode: the origin is not in the snapshot.
             CycleError: the snapshot's topology has a cycle.
         """
+        return self.rank(spec, query, origin=origin).matches
+
+    def rank(
+        self, spec: WalkSpec | None = None, query: Query | None = None, *, origin: str | None = None
+    ) -> Ranking:
+        """:meth:`query`, with the number of candidates before the limit (``Ranking.total``).
+
+        Raises:
+            InvalidArgument: neither the call nor the handle names an origin.
+            UnknownNode: the origin is not in the snapshot.
+            CycleError: the snapshot's topology has a cycle.
+        """
         start = origin if origin is not None else self.origin
         if start is None:
             raise InvalidArgument("origin", "is required when the handle has none", None)
-        return query_vectorised(self.snapshot, start, spec, query, memo=self._memo)
+        return rank_vectorised(self.snapshot, start, spec, query, memo=self._memo)
 
     def recall(self) -> tuple[Match, ...]:
         """The stage's own query, as its declared strategy resolves it.

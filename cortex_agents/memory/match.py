@@ -7,7 +7,7 @@ from typing import Any
 
 from cortex_agents.substrate.records import NodeId, NodeStatus
 
-__all__ = ["Match"]
+__all__ = ["Match", "Ranking"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,3 +58,16 @@ class Match:
             "evidence": list(self.evidence),
             "output": self.output,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """The first matches of a ranking, and how many candidates the full ranking held.
+
+    Attributes:
+        matches: The ranked matches, after the limit.
+        total: Candidates that passed every filter, before the limit.
+    """
+
+    matches: tuple[Match, ...]
+    total: int

@@ -6,6 +6,7 @@ import pytest
 
 from cortex_agents.errors import CycleError, UnknownNode
 from cortex_agents.memory import (
+    MemoryHandle,
     MemorySnapshot,
     Query,
     WalkSpec,
@@ -197,3 +198,13 @@ def test_cycle_is_an_error_not_an_empty_result(engine):
 def test_unknown_origin(engine, claim_review):
     with pytest.raises(UnknownNode, match="'ghost'"):
         engine(claim_review, "ghost")
+
+
+def test_ranking_total_counts_candidates_beyond_the_limit(claim_review) -> None:
+    """The limit cuts the matches, never the count of candidates that passed the filters."""
+    handle = MemoryHandle(claim_review, "rewriter")
+    full = handle.rank(WalkSpec())
+    cut = handle.rank(WalkSpec(limit=2))
+    assert full.total == len(full.matches) == 6
+    assert cut.total == 6
+    assert ids(cut.matches) == ids(full.matches)[:2]
