@@ -45,9 +45,48 @@ _POLL: Final = 0.02
 _OFD: Final = hasattr(fcntl, "F_OFD_SETLK")
 # struct flock on 64-bit Linux: l_type, l_whence, l_start, l_len, l_pid (0 for OFD locks), padding
 _FLOCK: Final = struct.Struct("hhqqi4x")
+
+
+class _Guards:
+    """In-process locks by key, each kept only while someone holds or waits for it.
+
+    A run touches a thread's lock once per invocation; a long-lived process
+    serving many threads must not keep one lock per thread it ever saw.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[object, list] = {}  # key -> [lock, users]
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def acquire(self, key: object, timeout: float | None) -> bool:
+        """Take the key's lock (waiting up to ``timeout`` seconds; ``None``: forever)."""
+        with self._lock:
+            entry = self._entries.setdefault(key, [threading.Lock(), 0])
+            entry[1] += 1
+        if entry[0].acquire(timeout=-1 if timeout is None else timeout):
+            return True
+        self._leave(key, entry)
+        return False
+
+    def release(self, key: object) -> None:
+        """Release the key's lock (dropping it when nobody else holds or waits)."""
+        with self._lock:
+            entry = self._entries[key]
+        entry[0].release()
+        self._leave(key, entry)
+
+    def _leave(self, key: object, entry: list) -> None:
+        with self._lock:
+            entry[1] -= 1
+            if entry[1] == 0 and self._entries.get(key) is entry:
+                del self._entries[key]
+
+
 # Where OFD locks are missing: one guard per (lock file, thread) for the whole process.
-_PROCESS_GUARDS: dict[tuple[str, str], threading.Lock] = {}
-_PROCESS_GUARDS_LOCK = threading.Lock()
+_PROCESS_GUARDS = _Guards()
 
 
 def _key(thread_id: str) -> int:
@@ -59,12 +98,15 @@ class ThreadLocks(ABC):
     """Exclusive per-thread locks."""
 
     def __init__(self) -> None:
-        self._guard = threading.Lock()
-        self._local: dict[str, threading.Lock] = {}
+        self._local = _Guards()
 
-    def _thread_lock(self, thread_id: str) -> threading.Lock:
-        with self._guard:
-            return self._local.setdefault(thread_id, threading.Lock())
+    def _guards(self, thread_id: str) -> tuple[_Guards, object]:
+        """The in-process guard set and key that exclude other holders of this process."""
+        return self._local, thread_id
+
+    def held(self) -> int:
+        """How many per-thread locks this process keeps now (held or waited for; bounded)."""
+        return len(self._local)
 
     @contextmanager
     def hold(self, thread_id: str, timeout: float | None = 0.0) -> Iterator[None]:
@@ -74,8 +116,8 @@ class ThreadLocks(ABC):
             ThreadBusy: another holder kept it past ``timeout`` seconds.
         """
         started = time.monotonic()
-        local = self._thread_lock(thread_id)
-        if not local.acquire(timeout=-1 if timeout is None else timeout):
+        guards, key = self._guards(thread_id)
+        if not guards.acquire(key, timeout):
             raise ThreadBusy(thread_id, time.monotonic() - started)
         try:
             remaining = (
@@ -84,7 +126,7 @@ class ThreadLocks(ABC):
             with self._hold_shared(thread_id, remaining, started):
                 yield
         finally:
-            local.release()
+            guards.release(key)
 
     @abstractmethod
     def _hold_shared(
@@ -108,12 +150,10 @@ class FileLocks(ThreadLocks):
         super().__init__()
         self.path = Path(f"{database}.cortex-locks")
 
-    def _thread_lock(self, thread_id: str) -> threading.Lock:
+    def _guards(self, thread_id: str) -> tuple[_Guards, object]:
         if _OFD:  # the OS lock itself excludes other handles of this process
-            return super()._thread_lock(thread_id)
-        key = (os.path.realpath(self.path), thread_id)
-        with _PROCESS_GUARDS_LOCK:
-            return _PROCESS_GUARDS.setdefault(key, threading.Lock())
+            return super()._guards(thread_id)
+        return _PROCESS_GUARDS, (os.path.realpath(self.path), thread_id)
 
     @contextmanager
     def _hold_shared(self, thread_id: str, timeout: float | None, started: float) -> Iterator[None]:

@@ -23,8 +23,9 @@ Properties:
   cursor of another thread is refused.
 
 The substrate channel only grows through :func:`append_events`. A value that
-does not extend its parent checkpoint's log (detected by length and last
-event) is stored as a new root branch rather than silently spliced.
+does not extend its parent checkpoint's log (compared by chain hash: see
+:attr:`SubstrateLog.digest`) is stored as a new root branch rather than
+silently spliced.
 """
 
 from __future__ import annotations
@@ -72,7 +73,8 @@ class CortexSaver(BaseCheckpointSaver[str]):
         store: The substrate store, normally in the same database.
         channel: The state key holding the :class:`SubstrateLog`.
         locks: Per-thread writer locks (see :meth:`lock`).
-        cursor_cache: How many checkpoint cursors to remember.
+        cursor_cache: How many checkpoint cursors to remember (least recently
+            used out; a forgotten one is read back from the inner saver).
     """
 
     def __init__(
@@ -82,7 +84,7 @@ class CortexSaver(BaseCheckpointSaver[str]):
         *,
         channel: str = DEFAULT_CHANNEL,
         locks: ThreadLocks | None = None,
-        cursor_cache: int = 4096,
+        cursor_cache: int = 256,
     ) -> None:
         super().__init__(serde=inner.serde)
         self.inner = inner
@@ -123,7 +125,18 @@ class CortexSaver(BaseCheckpointSaver[str]):
 
     def _recall(self, key: _Key) -> tuple[Cursor, SubstrateLog] | None:
         with self._guard:
-            return self._cursors.get(key)
+            known = self._cursors.get(key)
+            if known is not None:
+                self._cursors.move_to_end(key)
+            return known
+
+    def cache_sizes(self) -> dict[str, int]:
+        """Entries of each in-memory cache: cursors, the store's, the lock map (all bounded)."""
+        with self._guard:
+            sizes = {"cursors": len(self._cursors)}
+        sizes.update(self.store.cache_sizes())
+        sizes["locks"] = self.locks.held()
+        return sizes
 
     def _rehydrate(self, tup: CheckpointTuple | None) -> CheckpointTuple | None:
         if tup is None:
@@ -337,10 +350,9 @@ class CortexSaver(BaseCheckpointSaver[str]):
 
 
 def _extends(value: SubstrateLog, base: SubstrateLog) -> bool:
-    """Whether ``value`` extends ``base``: at least as long, and the same event at ``base``'s end.
+    """Whether ``value`` starts with exactly ``base``'s events (compared by chain hash).
 
-    The channel only grows through :func:`append_events`, so this tail check
-    is enough to catch a replaced value (e.g. LangGraph's ``Overwrite``).
+    Two forks of one thread with equal lengths and equal last events differ
+    in their chain hashes, so a value is never spliced onto the wrong fork.
     """
-    n = len(base)
-    return len(value) >= n and (n == 0 or value[n - 1] == base[n - 1])
+    return value.extends(base)

@@ -169,12 +169,15 @@ class SubstrateStore(ABC):
     Thread-safe. Subclasses provide :meth:`transaction` (and setup/close).
     """
 
-    def __init__(self, *, cache_branches: int = 32) -> None:
+    def __init__(self, *, cache_branches: int = 32, cache_lineages: int = 1024) -> None:
         self._lock = threading.RLock()
-        self._chains: dict[int, tuple[Segment, ...]] = {}
-        self._owners: dict[int, tuple[str, str]] = {}
+        # branch -> (segments root..leaf, (thread, namespace)); bounded, least recently used out
+        self._lineages: OrderedDict[int, tuple[tuple[Segment, ...], tuple[str, str]]] = (
+            OrderedDict()
+        )
         self._buffers: OrderedDict[int, LogBuffer] = OrderedDict()
         self._cache_branches = cache_branches
+        self._cache_lineages = cache_lineages
 
     # -- backend hooks -----------------------------------------------------------------
     @abstractmethod
@@ -193,8 +196,8 @@ class SubstrateStore(ABC):
         self, tx: Transaction, branch: int, thread_id: str, checkpoint_ns: str
     ) -> tuple[Segment, ...]:
         """Segments root..leaf of ``branch``, checking it belongs to the thread."""
-        chain = self._chains.get(branch)
-        if chain is None:
+        known = self._lineages.get(branch)
+        if known is None:
             segments: list[Segment] = []
             owner = None
             current: int | None = branch
@@ -205,10 +208,14 @@ class SubstrateStore(ABC):
                 owner = owner or (row[0], row[1])
                 segments.append(Segment(current, row[3]))
                 current = row[2]
-            chain = tuple(reversed(segments))
-            self._chains[branch] = chain
-            self._owners[branch] = owner  # type: ignore[assignment]
-        if self._owners[branch] != (thread_id, checkpoint_ns):
+            known = (tuple(reversed(segments)), owner)  # type: ignore[assignment]
+            self._lineages[branch] = known  # type: ignore[assignment]
+            while len(self._lineages) > self._cache_lineages:
+                self._lineages.popitem(last=False)
+        else:
+            self._lineages.move_to_end(branch)
+        chain, owner = known  # type: ignore[misc]
+        if owner != (thread_id, checkpoint_ns):
             raise StorageError(
                 "integrity",
                 f"substrate branch {branch} belongs to another thread than {thread_id!r}",
@@ -241,8 +248,7 @@ class SubstrateStore(ABC):
             except BaseException:
                 # A rolled-back branch must not stay cached: SQLite may hand its key out again.
                 for key in created:
-                    self._chains.pop(key, None)
-                    self._owners.pop(key, None)
+                    self._lineages.pop(key, None)
                     self._buffers.pop(key, None)
                 raise
             if adopted:  # the same events were already stored after the parent
@@ -311,8 +317,11 @@ class SubstrateStore(ABC):
             buffer = self._buffers.get(cursor.branch)
             if buffer is not None:
                 self._buffers.move_to_end(cursor.branch)
-                if self._owners.get(cursor.branch) != (thread_id, checkpoint_ns):
-                    buffer = None
+                known = self._lineages.get(cursor.branch)
+                if known is None or known[1] != (thread_id, checkpoint_ns):
+                    buffer = None  # owner unknown or another thread's: checked against the rows
+                else:
+                    self._lineages.move_to_end(cursor.branch)
             if buffer is None or len(buffer) < cursor.seq:
                 with self.transaction(write=False) as tx:
                     chain = self._lineage(tx, cursor.branch, thread_id, checkpoint_ns)
@@ -352,8 +361,7 @@ class SubstrateStore(ABC):
                 deleted = tx.delete_thread(thread_id)
             for branch in deleted:
                 self._buffers.pop(branch, None)
-                self._chains.pop(branch, None)
-                self._owners.pop(branch, None)
+                self._lineages.pop(branch, None)
 
     def counts(self) -> dict[str, int]:
         """Rows per table (branches, events, nodes, edges)."""
@@ -363,3 +371,8 @@ class SubstrateStore(ABC):
     def branches(self) -> Iterator[int]:
         """Branch keys held in the cache (for tests and diagnostics)."""
         return iter(tuple(self._buffers))
+
+    def cache_sizes(self) -> dict[str, int]:
+        """How many entries each in-memory cache holds (every one is bounded)."""
+        with self._lock:
+            return {"buffers": len(self._buffers), "lineages": len(self._lineages)}

@@ -11,9 +11,10 @@ from cortex_agents.memory.snapshot import MemorySnapshot
 from cortex_agents.persistence.saver import CortexSaver
 from cortex_agents.persistence.transfer import UnknownThread, latest_time, thread_config
 from cortex_agents.substrate import queries
+from cortex_agents.substrate.fold import fold
 from cortex_agents.substrate.log import SubstrateLog
 from cortex_agents.substrate.records import NodeId, NodeRecord
-from cortex_agents.substrate.state import GraphState, fold
+from cortex_agents.substrate.state import GraphState
 from cortex_agents.timestamps import require_aware
 
 __all__ = ["SubstrateView", "open_view"]

@@ -3,14 +3,25 @@
 ::
 
     START -> scheduler -(Send per ready stage)-> <kind nodes> -> scheduler -> ... -> END
+                                                   |    ^
+                                                   +----+  a stage that ran alone schedules itself
 
-The scheduler folds the substrate, puts the wire's stages into it on the
-first pass, materializes admitted rewrites beyond the watermark, finds the
-ready stages and sends each to its kind's node with the frontier's length;
-the ready stages run in parallel as tasks of one superstep, and their events
-are merged into the substrate when it ends. A stage's memory snapshot is the
-substrate as of that frontier: siblings settling in the same superstep are
-never in it.
+A scheduling *pass* folds the substrate, puts the wire's stages into it on
+the first pass, materializes admitted rewrites beyond the watermark, finds
+the ready stages and sends each to its kind's node with the frontier: the
+length and chain hash of the substrate it starts from. The ready stages run
+in parallel as tasks of one superstep, and their events are merged into the
+substrate when it ends. A stage's memory snapshot is the substrate as of that
+frontier: siblings settling in the same superstep are never in it.
+
+One superstep per stage where it is exact: when a pass sends a single stage
+and queues nothing, that stage is alone in its superstep, so the substrate
+the next superstep starts from is exactly its frontier plus its own events.
+Such a *solo* stage runs the pass itself and sends its successors with
+``Command(goto=[Send, ...])`` — no scheduler superstep and no extra
+checkpoint. Stages that share a superstep return to the scheduler node,
+which runs the pass once on their merged events. (The events a solo stage's
+pass adds — materialized rewrites — stream as that stage's updates.)
 
 Rewrite-capable stages are the exception to "all in parallel": they run one
 per superstep, in the order they became ready (then by id), so proposals of
@@ -26,12 +37,13 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph import END, START, StateGraph
-from langgraph.types import Send
+from langgraph.types import Command, Send
 
 from cortex_agents.errors import InvalidWire, Problem, StorageError
 from cortex_agents.persistence.saver import CortexSaver
@@ -42,14 +54,16 @@ from cortex_agents.runtime.rewrites import RewriteSession
 from cortex_agents.runtime.scheduler import is_ready, next_frontier, wire_events
 from cortex_agents.runtime.stage import aexecute_stage, bind_context, execute_stage
 from cortex_agents.runtime.wire import StageKind, Wire
-from cortex_agents.substrate.events import event_to_dict
+from cortex_agents.substrate.events import Event, event_to_dict
 from cortex_agents.substrate.log import SubstrateLog, append_events
 from cortex_agents.substrate.records import NodeId
 from cortex_agents.substrate.state import GraphState
 
-__all__ = ["RunState", "build_graph", "frontier_tag"]
+__all__ = ["RunState", "WireGraph", "build_graph", "frontier_tag"]
 
 SCHEDULER = "scheduler"
+FRONTIER_CACHE = 64
+"""Frontier logs kept per compiled wire (a stage whose frontier was evicted reads its checkpoint)."""
 
 
 class RunState(TypedDict, total=False):
@@ -58,11 +72,12 @@ class RunState(TypedDict, total=False):
     Attributes:
         substrate: The run's event log (stored as rows by :class:`CortexSaver`).
         input: The run's input, given to every stage.
-        scanned: The substrate length at the scheduler's last pass (``None``:
-            scan everything, as a new invocation does).
+        scanned: The substrate length at the last pass (``None``: scan
+            everything, as a new invocation does).
         retry: Whether the next full pass retries failed stages.
         frontier: The stages the last pass sends, each ``{"stage", "frontier",
-            "tag", "position"}`` (the frontier its memory snapshot is bound to).
+            "tag", "position"}`` (the frontier its memory snapshot is bound
+            to), plus ``"solo": True`` for a stage alone in its superstep.
         waiting: Ready rewrite-capable stages queued to run one at a time.
     """
 
@@ -75,20 +90,32 @@ class RunState(TypedDict, total=False):
 
 
 def frontier_tag(log: SubstrateLog) -> str:
-    """A short digest of a log's identity at its length (its last event)."""
+    """A log's identity: the hex chain hash of its events (O(events not hashed yet))."""
+    return log.digest.hex()
+
+
+def _legacy_tag(log: SubstrateLog) -> str:
+    """The tag checkpoints written before chain hashes carry (a digest of the last event)."""
     if not len(log):
         return "empty"
     last = repr(event_to_dict(log[-1])).encode()
     return hashlib.blake2b(last, digest_size=8).hexdigest()
 
 
-class _Frontiers:
-    """The logs stages start from, by ``(thread, length, tag)``; bounded."""
+def _tag_matches(log: SubstrateLog, tag: str) -> bool:
+    return frontier_tag(log) == tag or (len(tag) != 32 and _legacy_tag(log) == tag)
 
-    def __init__(self, size: int = 256) -> None:
+
+class _Frontiers:
+    """The logs stages start from, by ``(thread, length, tag)``; bounded, least recently used out."""
+
+    def __init__(self, size: int = FRONTIER_CACHE) -> None:
         self._logs: OrderedDict[tuple[str, int, str], SubstrateLog] = OrderedDict()
         self._lock = threading.Lock()
         self._size = size
+
+    def __len__(self) -> int:
+        return len(self._logs)
 
     def put(self, key: tuple[str, int, str], log: SubstrateLog) -> None:
         with self._lock:
@@ -99,7 +126,307 @@ class _Frontiers:
 
     def get(self, key: tuple[str, int, str]) -> SubstrateLog | None:
         with self._lock:
-            return self._logs.get(key)
+            log = self._logs.get(key)
+            if log is not None:
+                self._logs.move_to_end(key)
+            return log
+
+
+@dataclass(frozen=True, slots=True)
+class Pass:
+    """The outcome of one scheduling pass.
+
+    Attributes:
+        log: The substrate after the pass's own events.
+        events: What the pass adds (the wire's stages, materialized rewrites).
+        sends: Entries of the stages to run now.
+        waiting: Ready rewrite-capable stages still queued.
+    """
+
+    log: SubstrateLog
+    events: list[Event]
+    sends: list[dict[str, Any]]
+    waiting: list[dict[str, Any]]
+
+
+class WireGraph:
+    """A wire's LangGraph nodes: the scheduling pass, routing, and one node per stage kind.
+
+    Args:
+        wire: The workflow.
+        saver: The checkpointer (frontiers of resumed tasks are read back from it).
+        clock: Source of every timestamp the runtime records.
+        services: Shared services every stage gets as ``ctx.extras``.
+        scratch: The scratch backend, for stages the wire gives scratch memory.
+    """
+
+    def __init__(
+        self,
+        wire: Wire,
+        saver: CortexSaver,
+        clock: Clock,
+        services: Mapping[str, Any] | None = None,
+        scratch: Any = None,
+    ) -> None:
+        self.wire = wire
+        self.saver = saver
+        self.clock = clock
+        self.services = dict(services or {})
+        self.scratch = scratch
+        self.vocabulary = wire.vocabulary()
+        self.frontiers = _Frontiers()
+
+    def build(self) -> StateGraph:
+        """The uncompiled graph (compile it with ``checkpointer=saver``)."""
+        graph = StateGraph(RunState)
+        graph.add_node(SCHEDULER, self.scheduler)
+        destinations = (SCHEDULER, *self.wire.kinds)
+        for kind in self.wire.kinds.values():
+            graph.add_node(kind.name, self.stage_node(kind), destinations=destinations)
+        graph.add_edge(START, SCHEDULER)
+        graph.add_conditional_edges(SCHEDULER, self.route, [*self.wire.kinds, END])
+        return graph
+
+    # -- the scheduling pass -------------------------------------------------------------
+    def stamp(self, log: SubstrateLog) -> datetime:
+        """The scheduler's time: the clock's, never before the substrate's newest event (O(1)).
+
+        (A logical clock gives each stage its own time line, so its own reads may lag
+        the stages'; what the scheduler records follows everything it depends on.)
+        """
+        now = self.clock()
+        latest = log.latest
+        return now if latest is None else max(now, latest)
+
+    def capable(self, state: GraphState, stage: NodeId) -> bool:
+        """Whether the stage may propose rewrites (such stages run one per superstep)."""
+        return self.wire.spec_for(stage, state.nodes[stage].kind).rewrite is not None
+
+    def plan(
+        self,
+        log: SubstrateLog,
+        *,
+        scanned: int | None,
+        retry: bool,
+        waiting: list[dict[str, Any]],
+    ) -> Pass:
+        """One pass over ``log``: O(new events since ``scanned``; everything when ``None``)."""
+        events = wire_events(self.wire, log.state, self.stamp(log)) if scanned is None else []
+        staged = log.appended(events)
+        materialized = (  # admitted in the last superstep, or before a crash
+            pending_materialization(staged.state, self.stamp(staged))
+            if staged.state.unapplied_rewrites
+            else []
+        )
+        now = staged.appended(materialized)
+        events += materialized
+        frontier = next_frontier(now, since=scanned, retry_failed=retry)
+        current = {"frontier": len(now), "tag": frontier_tag(now)}
+        graph = now.state
+        waiting = [w for w in waiting if is_ready(graph, NodeId(w["stage"]), retry=retry)]
+        queued = {w["stage"] for w in waiting}
+        sends: list[dict[str, Any]] = []
+        for position, stage in enumerate(frontier.ready):
+            entry = {"stage": stage, "position": position, **current}
+            if not self.capable(graph, stage):
+                sends.append(entry)
+            elif stage not in queued:
+                waiting.append(entry)
+                queued.add(stage)
+        if frontier.failed and self.wire.on_failure == "stop":
+            sends = []
+        elif waiting:  # one rewrite-capable stage per superstep, in the order they became ready
+            sends.append(waiting.pop(0))
+        if len(sends) == 1 and not waiting and sends[0]["frontier"] == len(now):
+            sends[0] = {**sends[0], "solo": True}  # alone in its superstep: it schedules itself
+        return Pass(now, events, sends, waiting)
+
+    def scheduler(self, state: RunState) -> dict[str, Any]:
+        """The scheduler node: a pass over the merged substrate."""
+        result = self.plan(
+            state.get("substrate") or SubstrateLog(),
+            scanned=state.get("scanned"),
+            retry=state.get("retry", False),
+            waiting=list(state.get("waiting") or []),
+        )
+        return {
+            "substrate": [event_to_dict(e) for e in result.events],
+            "scanned": len(result.log),
+            "retry": False,
+            "frontier": result.sends,
+            "waiting": result.waiting,
+        }
+
+    def route(self, state: RunState, config: RunnableConfig) -> list[Send] | str:
+        """The scheduler's outgoing edge: one ``Send`` per stage of the pass, or the end."""
+        sends = self.sends(
+            state["substrate"],
+            state.get("frontier") or [],
+            config["configurable"]["thread_id"],
+            state.get("input"),
+        )
+        return sends or END
+
+    def sends(
+        self, log: SubstrateLog, entries: list[dict[str, Any]], thread_id: str, run_input: Any
+    ) -> list[Send]:
+        """The ``Send`` of each entry; their frontier logs are remembered for the stages."""
+        if not entries:
+            return []
+        graph = [len(log), frontier_tag(log)]
+        self.frontiers.put((thread_id, *graph), log)  # type: ignore[arg-type]
+        nodes = log.state.nodes
+        out = []
+        for entry in entries:
+            if entry["frontier"] != len(log):  # a deferred stage: its snapshot is a prefix
+                prefix = log.prefix(entry["frontier"])
+                if frontier_tag(prefix) == entry["tag"]:
+                    self.frontiers.put((thread_id, entry["frontier"], entry["tag"]), prefix)
+            stage = NodeId(entry["stage"])
+            kind = nodes[stage].kind
+            if kind not in self.wire.kinds:
+                raise InvalidWire(
+                    [
+                        Problem(
+                            f"thread {thread_id!r}",
+                            f"holds stage {stage!r} of kind {kind!r}, which wire "
+                            f"{self.wire.name!r} does not register: was the thread started "
+                            "by another wire?",
+                        )
+                    ]
+                )
+            out.append(Send(kind, {**entry, "graph": graph, "input": run_input}))
+        return out
+
+    # -- stages --------------------------------------------------------------------------
+    def frontier_log(
+        self, stage: str, length: int, tag: str, config: RunnableConfig
+    ) -> SubstrateLog:
+        """The log a stage starts from: remembered, or read from the checkpoint its task started at.
+
+        Raises:
+            StorageError: the checkpoint holds no log with that length and chain hash.
+        """
+        thread_id = config["configurable"]["thread_id"]
+        key = (thread_id, length, tag)
+        log = self.frontiers.get(key)
+        if log is None:  # a task resumed in another process: read the checkpoint it started from
+            checkpoint_id = config["configurable"].get("checkpoint_map", {}).get("")
+            stored = self.saver.substrate(
+                {
+                    "configurable": {
+                        "thread_id": thread_id,
+                        "checkpoint_ns": "",
+                        "checkpoint_id": checkpoint_id,
+                    }
+                }
+            )
+            if (
+                stored is None
+                or len(stored) < length
+                or not _tag_matches(stored.prefix(length), tag)
+            ):
+                raise StorageError("integrity", f"cannot rebuild the frontier of stage {stage!r}")
+            log = stored.prefix(length)
+            self.frontiers.put(key, log)
+        return log
+
+    def context(
+        self, payload: dict[str, Any], config: RunnableConfig
+    ) -> tuple[StageContext, SubstrateLog, GraphState]:
+        """The stage's context, the log it saw, and the graph its events will follow."""
+        wire, clock = self.wire, self.clock
+        stage_id = NodeId(payload["stage"])
+        seen = self.frontier_log(stage_id, payload["frontier"], payload["tag"], config)
+        spec = wire.spec_for(stage_id, seen.state.node(stage_id).kind)
+        per_stage = getattr(clock, "for_stage", None)
+        stage_clock = (
+            per_stage(payload["frontier"], payload.get("position", 0)) if per_stage else clock
+        )
+        thread_id = config["configurable"]["thread_id"]
+        memory = None
+        if spec.scratch is not None:
+            memory = self.scratch.bind(stage_id, scope=spec.scratch, thread_id=thread_id)
+        session = None
+        follows = seen.state
+        if spec.rewrite is not None:
+            length, tag = payload.get("graph") or (payload["frontier"], payload["tag"])
+            graph = self.frontier_log(stage_id, length, tag, config).state
+            follows = graph
+            session = self._session(stage_id, graph, spec.rewrite, stage_clock)
+        ctx = bind_context(
+            seen,
+            stage_id,
+            thread_id=thread_id,
+            run_input=payload.get("input"),
+            clock=stage_clock,
+            strategy=spec.memory,
+            presets=wire.presets,
+            extras=self.services,
+            scratch=memory,
+            rewrites=session,
+        )
+        return ctx, seen, follows
+
+    def _session(self, stage_id: NodeId, graph: GraphState, policy: Any, clock: Clock) -> Any:
+        """The factory of a rewrite-capable stage's session, given its journal."""
+        vocabulary, budget = self.vocabulary, self.wire.budget
+
+        def session(record: Any) -> RewriteSession:
+            return RewriteSession(
+                proposer=stage_id,
+                state=graph,
+                policy=policy,
+                vocabulary=vocabulary,
+                granted=graph.budget or budget.as_dict(),
+                attempt=graph.node(stage_id).attempts + 1,
+                clock=clock,
+                record=record,
+            )
+
+        return session
+
+    def finish(
+        self,
+        payload: dict[str, Any],
+        config: RunnableConfig,
+        seen: SubstrateLog,
+        events: list[Event],
+    ) -> Command:
+        """What a stage's task writes, and where the run goes next.
+
+        A stage that shares its superstep goes back to the scheduler. A solo
+        stage runs the pass on its frontier plus its own events — exactly the
+        substrate the next superstep starts from — and sends what is ready.
+        """
+        writes = [event_to_dict(e) for e in events]
+        if not payload.get("solo"):
+            return Command(update={"substrate": writes}, goto=SCHEDULER)
+        result = self.plan(seen.appended(events), scanned=len(seen), retry=False, waiting=[])
+        thread_id = config["configurable"]["thread_id"]
+        update = {
+            "substrate": writes + [event_to_dict(e) for e in result.events],
+            "scanned": len(result.log),
+            "frontier": result.sends,
+            "waiting": result.waiting,
+        }
+        goto = self.sends(result.log, result.sends, thread_id, payload.get("input"))
+        return Command(update=update, goto=goto)
+
+    def stage_node(self, kind: StageKind) -> RunnableLambda:
+        """The LangGraph node that runs stages of one kind (sync and async)."""
+
+        def run(payload: dict[str, Any], config: RunnableConfig) -> Command:
+            ctx, seen, follows = self.context(payload, config)
+            events = execute_stage(kind.fn, ctx, payload["frontier"], state=follows)
+            return self.finish(payload, config, seen, events)
+
+        async def arun(payload: dict[str, Any], config: RunnableConfig) -> Command:
+            ctx, seen, follows = self.context(payload, config)
+            events = await aexecute_stage(kind.fn, ctx, payload["frontier"], state=follows)
+            return self.finish(payload, config, seen, events)
+
+        return RunnableLambda(run, afunc=arun, name=kind.name)
 
 
 def build_graph(
@@ -115,188 +442,4 @@ def build_graph(
     ``scratch`` (a :class:`~cortex_agents.scratch.ScratchBackend`) gives the
     stages the wire declares scratch memory for their bound memory.
     """
-    services = dict(services or {})
-    frontiers = _Frontiers()
-    vocabulary = wire.vocabulary()
-
-    def capable(state: Any, stage: NodeId) -> bool:
-        return wire.spec_for(stage, state.nodes[stage].kind).rewrite is not None
-
-    def stamp(log: SubstrateLog) -> datetime:
-        """The scheduler's time: the clock's, never before the substrate's newest event.
-
-        (A logical clock gives each stage its own time line, so its own reads may lag
-        the stages'; what the scheduler records follows everything it depends on.)
-        """
-        now = clock()
-        latest = max((event.at for event in log), default=now)
-        return max(now, latest)
-
-    def scheduler(state: RunState) -> dict[str, Any]:
-        log = state.get("substrate") or SubstrateLog()
-        scanned = state.get("scanned")
-        events = wire_events(wire, log.state, stamp(log)) if scanned is None else []
-        staged = log.appended(events)
-        materialized = (  # admitted in the last superstep, or before a crash
-            pending_materialization(staged.state, stamp(staged))
-            if staged.state.unapplied_rewrites
-            else []
-        )
-        now = staged.appended(materialized)
-        events += materialized
-        frontier = next_frontier(now, since=scanned, retry_failed=state.get("retry", False))
-        current = {"frontier": len(now), "tag": frontier_tag(now)}
-        graph = now.state
-        retry = state.get("retry", False)
-        waiting = [
-            w
-            for w in state.get("waiting") or []
-            if is_ready(graph, NodeId(w["stage"]), retry=retry)
-        ]
-        queued = {w["stage"] for w in waiting}
-        sends = []
-        for position, stage in enumerate(frontier.ready):
-            entry = {"stage": stage, "position": position, **current}
-            if not capable(graph, stage):
-                sends.append(entry)
-            elif stage not in queued:
-                waiting.append(entry)
-                queued.add(stage)
-        if frontier.failed and wire.on_failure == "stop":
-            sends = []
-        elif waiting:  # one rewrite-capable stage per superstep, in the order they became ready
-            sends.append(waiting.pop(0))
-        return {
-            "substrate": [event_to_dict(e) for e in events],
-            "scanned": len(now),
-            "retry": False,
-            "frontier": sends,
-            "waiting": waiting,
-        }
-
-    def route(state: RunState, config: RunnableConfig) -> list[Send] | str:
-        sends = state.get("frontier") or []
-        if not sends:
-            return END
-        log = state["substrate"]
-        thread_id = config["configurable"]["thread_id"]
-        graph = [len(log), frontier_tag(log)]
-        frontiers.put((thread_id, *graph), log)  # type: ignore[arg-type]
-        nodes = log.state.nodes
-        out = []
-        for entry in sends:
-            if entry["frontier"] != len(log):  # a deferred stage: its snapshot is a prefix
-                prefix = log.prefix(entry["frontier"])
-                if frontier_tag(prefix) == entry["tag"]:
-                    frontiers.put((thread_id, entry["frontier"], entry["tag"]), prefix)
-            stage = NodeId(entry["stage"])
-            kind = nodes[stage].kind
-            if kind not in wire.kinds:
-                raise InvalidWire(
-                    [
-                        Problem(
-                            f"thread {thread_id!r}",
-                            f"holds stage {stage!r} of kind {kind!r}, which wire {wire.name!r} "
-                            "does not register: was the thread started by another wire?",
-                        )
-                    ]
-                )
-            payload = {**entry, "graph": graph, "input": state.get("input")}
-            out.append(Send(kind, payload))
-        return out
-
-    def frontier_log(stage: str, length: int, tag: str, config: RunnableConfig) -> SubstrateLog:
-        thread_id = config["configurable"]["thread_id"]
-        key = (thread_id, length, tag)
-        log = frontiers.get(key)
-        if log is None:  # a task resumed in another process: read the checkpoint it started from
-            checkpoint_id = config["configurable"].get("checkpoint_map", {}).get("")
-            stored = saver.substrate(
-                {
-                    "configurable": {
-                        "thread_id": thread_id,
-                        "checkpoint_ns": "",
-                        "checkpoint_id": checkpoint_id,
-                    }
-                }
-            )
-            if (
-                stored is None
-                or len(stored) < key[1]
-                or frontier_tag(stored.prefix(key[1])) != key[2]
-            ):
-                raise StorageError("integrity", f"cannot rebuild the frontier of stage {stage!r}")
-            log = stored.prefix(key[1])
-            frontiers.put(key, log)
-        return log
-
-    def stage_node(kind: StageKind) -> RunnableLambda:
-        def context(
-            payload: dict[str, Any], config: RunnableConfig
-        ) -> tuple[StageContext, GraphState]:
-            """The stage's context, and the graph its events will follow."""
-            stage_id = NodeId(payload["stage"])
-            seen = frontier_log(stage_id, payload["frontier"], payload["tag"], config)
-            spec = wire.spec_for(stage_id, seen.state.node(stage_id).kind)
-            per_stage = getattr(clock, "for_stage", None)
-            stage_clock = (
-                per_stage(payload["frontier"], payload.get("position", 0)) if per_stage else clock
-            )
-            thread_id = config["configurable"]["thread_id"]
-            memory = None
-            if spec.scratch is not None:
-                memory = scratch.bind(stage_id, scope=spec.scratch, thread_id=thread_id)
-            session = None
-            follows = seen.state
-            if spec.rewrite is not None:
-                length, tag = payload.get("graph") or (payload["frontier"], payload["tag"])
-                graph = frontier_log(stage_id, length, tag, config).state
-                follows = graph
-                policy = spec.rewrite
-
-                def session(record: Any) -> RewriteSession:
-                    return RewriteSession(
-                        proposer=stage_id,
-                        state=graph,
-                        policy=policy,
-                        vocabulary=vocabulary,
-                        granted=graph.budget or wire.budget.as_dict(),
-                        attempt=graph.node(stage_id).attempts + 1,
-                        clock=stage_clock,
-                        record=record,
-                    )
-
-            ctx = bind_context(
-                seen,
-                stage_id,
-                thread_id=thread_id,
-                run_input=payload.get("input"),
-                clock=stage_clock,
-                strategy=spec.memory,
-                presets=wire.presets,
-                extras=services,
-                scratch=memory,
-                rewrites=session,
-            )
-            return ctx, follows
-
-        def run(payload: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-            ctx, follows = context(payload, config)
-            events = execute_stage(kind.fn, ctx, payload["frontier"], state=follows)
-            return {"substrate": [event_to_dict(e) for e in events]}
-
-        async def arun(payload: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-            ctx, follows = context(payload, config)
-            events = await aexecute_stage(kind.fn, ctx, payload["frontier"], state=follows)
-            return {"substrate": [event_to_dict(e) for e in events]}
-
-        return RunnableLambda(run, afunc=arun, name=kind.name)
-
-    graph = StateGraph(RunState)
-    graph.add_node(SCHEDULER, scheduler)
-    for kind in wire.kinds.values():
-        graph.add_node(kind.name, stage_node(kind))
-        graph.add_edge(kind.name, SCHEDULER)
-    graph.add_edge(START, SCHEDULER)
-    graph.add_conditional_edges(SCHEDULER, route, [*wire.kinds, END])
-    return graph
+    return WireGraph(wire, saver, clock, services, scratch).build()

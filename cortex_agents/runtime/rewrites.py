@@ -29,8 +29,9 @@ from cortex_agents.rewrite.materialize import materialize
 from cortex_agents.rewrite.policy import RewritePolicy
 from cortex_agents.runtime.clock import Clock
 from cortex_agents.substrate.events import Event, RewriteAdmitted, RewriteRejected
+from cortex_agents.substrate.fold import fold
 from cortex_agents.substrate.records import NodeId, RewriteFact
-from cortex_agents.substrate.state import GraphState, fold
+from cortex_agents.substrate.state import GraphState
 
 __all__ = ["RewriteSession"]
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import inspect
-import json
 import os
 import traceback
 from collections.abc import Callable
@@ -28,7 +27,7 @@ from typing import Any, Final
 
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
-from cortex_agents.errors import InvalidEvent
+from cortex_agents.errors import InvalidArgument, InvalidEvent
 from cortex_agents.memory.handle import MemoryHandle
 from cortex_agents.memory.presets import BUILTIN_PRESETS, PresetRegistry
 from cortex_agents.memory.snapshot import MemorySnapshot
@@ -37,45 +36,44 @@ from cortex_agents.runtime.clock import Clock
 from cortex_agents.runtime.context import StageContext
 from cortex_agents.runtime.rewrites import RewriteSession
 from cortex_agents.runtime.wire import StageFunction
-from cortex_agents.substrate.events import Event, StageCompleted, StageFailed, StageStarted
+from cortex_agents.substrate.events import (
+    Event,
+    StageCompleted,
+    StageFailed,
+    StageStarted,
+    check_event,
+    storable_json,
+)
+from cortex_agents.substrate.fold import fold
 from cortex_agents.substrate.log import SubstrateLog
 from cortex_agents.substrate.records import NodeId
-from cortex_agents.substrate.state import GraphState, fold
+from cortex_agents.substrate.state import GraphState
 
-_INT64: Final = 2**63
+MAX_ERROR_CHARS: Final = 4096
+"""How much of a stage's error message is recorded."""
 
-__all__ = ["bind_context", "describe_error", "execute_stage", "to_json_output"]
+__all__ = ["MAX_ERROR_CHARS", "bind_context", "describe_error", "execute_stage", "to_json_output"]
 
 
 def to_json_output(output: Any) -> Any:
     """The JSON value of a stage's output (pydantic models and dataclasses are dumped).
 
     The value is new: later changes to ``output`` do not reach it. Every
-    backend must be able to store it, so integers must fit in 64 bits and
-    strings must be valid Unicode (no lone surrogates).
+    backend must be able to store it, so integers must fit in 64 bits,
+    floats must be finite, strings must be valid Unicode (no lone surrogates)
+    and it nests at most :data:`~cortex_agents.substrate.events.MAX_DEPTH` levels.
 
     Raises:
         TypeError: the output cannot be represented as storable JSON.
     """
     try:
         value = to_jsonable_python(output)
-        json.dumps(value, allow_nan=False, ensure_ascii=False).encode("utf-8")
-        _check_integers(value)
-    except (PydanticSerializationError, TypeError, ValueError) as exc:
+    except (PydanticSerializationError, TypeError, ValueError, RecursionError) as exc:
         raise TypeError(f"stage output is not JSON-serialisable: {exc}") from None
-    return value
-
-
-def _check_integers(value: Any) -> None:
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, int) and not isinstance(item, bool) and not -_INT64 <= item < _INT64:
-            raise ValueError(f"integer {item} does not fit in 64 bits")
+    try:
+        return storable_json(value, "output")
+    except InvalidArgument as exc:
+        raise TypeError(f"stage output is not JSON-serialisable: {exc}") from None
 
 
 def bind_context(
@@ -124,12 +122,19 @@ def bind_context(
 
 def describe_error(error: BaseException) -> str:
     """``Type: message (at file.py:line in function)``: where the stage's code raised it."""
-    text = f"{type(error).__name__}: {error}"
+    try:
+        message = str(error)
+    except Exception:  # a broken __str__ must not hide the failure itself
+        message = f"<unprintable {type(error).__name__}>"
+    if len(message) > MAX_ERROR_CHARS:
+        message = message[:MAX_ERROR_CHARS] + "..."
+    text = f"{type(error).__name__}: {message}"
     frames = traceback.extract_tb(error.__traceback__) if error.__traceback__ else []
     if frames:
         where = frames[-1]
         text += f" (at {os.path.basename(where.filename)}:{where.lineno} in {where.name})"
-    return text
+    # storable whatever the message held (a lone surrogate cannot be written as UTF-8)
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _record(
@@ -154,13 +159,19 @@ def _record(
 
 
 def _checked(events: list[Event], ctx: StageContext, state: GraphState | None) -> list[Event]:
-    """``events`` if they can follow ``state``; else the stage's failure, its journal dropped."""
-    if state is None or not ctx.journal:
+    """``events`` if they can be stored and follow ``state``; else the stage's failure,
+    its journal dropped."""
+    if not ctx.journal:
         return events
     try:
-        fold(events, state)
-    except InvalidEvent as exc:
-        error = f"InvalidEvent: the stage journaled an event that cannot be recorded ({exc})"
+        for event in ctx.journal:
+            check_event(event)
+        if state is not None:
+            fold(events, state)
+    except (InvalidEvent, InvalidArgument) as exc:
+        error = (
+            f"{type(exc).__name__}: the stage journaled an event that cannot be recorded ({exc})"
+        )
         return [events[0], StageFailed(node_id=ctx.stage_id, at=ctx.clock(), error=error)]
     return events
 

@@ -20,6 +20,7 @@ from cortex_agents.substrate.events import (
     event_from_dict,
     event_to_dict,
 )
+from cortex_agents.substrate.fold import fold
 from cortex_agents.substrate.log import SubstrateLog, append_events
 from cortex_agents.substrate.queries import by_tag, lineage, neighbors, recent, since
 from cortex_agents.substrate.records import (
@@ -35,7 +36,7 @@ from cortex_agents.substrate.records import (
     RejectionCode,
     RewriteFact,
 )
-from cortex_agents.substrate.state import EMPTY_STATE, GraphState, fold
+from cortex_agents.substrate.state import EMPTY_STATE, GraphState
 
 __all__ = [
     "EMPTY_STATE",

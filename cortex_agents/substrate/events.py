@@ -4,10 +4,21 @@ A run's substrate is a sequence of events; an event's position in that
 sequence is its sequence number. Events are frozen values with a
 JSON form (:func:`event_to_dict` / :func:`event_from_dict`) that persistence
 stores row by row. Times come from the caller's clock: nothing here reads one.
+
+Both conversions are the substrate's boundary: a payload (a config, an
+output, tool arguments, a rewrite fact) must be storable by every backend and
+by LangGraph's msgpack serializer, so it is JSON made of dicts with string
+keys, lists, strings without lone surrogates, finite floats, 64-bit integers,
+booleans and ``None``, nested at most :data:`MAX_DEPTH` levels. Anything else
+is refused with :class:`~cortex_agents.errors.InvalidArgument` naming the
+field, before it reaches a channel or a table. The walk is iterative, so a
+hostile value cannot exhaust the interpreter's stack.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -19,6 +30,7 @@ from cortex_agents.timestamps import format_timestamp, parse_timestamp
 
 __all__ = [
     "EVENT_TYPES",
+    "MAX_DEPTH",
     "EdgeAdded",
     "EdgeRemoved",
     "Event",
@@ -32,8 +44,10 @@ __all__ = [
     "StageFailed",
     "StageStarted",
     "ToolCallMade",
+    "check_event",
     "event_from_dict",
     "event_to_dict",
+    "storable_json",
 ]
 
 
@@ -214,12 +228,23 @@ _FACT_FIELDS: Final = (
 )
 _FACT_OPTIONAL: Final = frozenset({"check", "key"})
 
+MAX_DEPTH: Final = 128
+"""How deeply a payload value may nest (msgpack gives up near 250 levels, frames included)."""
+_INT_MIN: Final = -(2**63)
+_INT_MAX: Final = 2**63 - 1
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
 
 def event_to_dict(event: Event) -> dict[str, Any]:
     """The JSON form of an event: ``{"type": ..., <fields>}`` with ISO timestamps.
 
     Empty ``config`` and ``tags`` and a ``None`` ``frontier`` are left out
     (they are the defaults).
+
+    Raises:
+        InvalidArgument: ``event`` is not a substrate event, or a field holds a
+            value that cannot be stored (see the module docstring); the error
+            names the field, e.g. ``tool_call_made.arguments``.
     """
     name = _TYPE_NAMES.get(type(event))
     if name is None:
@@ -235,14 +260,12 @@ def event_to_dict(event: Event) -> dict[str, Any]:
             value = format_timestamp(value)
         elif slot == "fact":
             value = {
-                f: _plain(getattr(value, f))
+                f: _plain(getattr(value, f), f"{name}.fact.{f}")
                 for f in _FACT_FIELDS
                 if f not in _FACT_OPTIONAL or getattr(value, f) is not None
             }
-        elif slot == "tags":
-            value = list(value)
         else:
-            value = _plain(value)
+            value = _plain(value, f"{name}.{slot}")
         out[slot] = value
     return out
 
@@ -251,26 +274,41 @@ def event_from_dict(data: Mapping[str, Any]) -> Event:
     """Rebuild an event from :func:`event_to_dict`'s form.
 
     Raises:
-        InvalidArgument: unknown ``type``, missing or unexpected fields.
+        InvalidArgument: unknown ``type``, missing or unexpected fields, or a
+            field that holds a value that cannot be stored.
     """
+    if not isinstance(data, Mapping):
+        raise InvalidArgument("event", "must be a JSON object", type(data).__name__)
     name = data.get("type")
     cls = EVENT_TYPES.get(name)  # type: ignore[arg-type]
     if cls is None:
-        raise InvalidArgument("type", f"must be one of {sorted(EVENT_TYPES)}", name)
+        shown = name if isinstance(name, str | None) and len(name or "") <= 64 else _brief(name)
+        raise InvalidArgument("type", f"must be one of {sorted(EVENT_TYPES)}", shown)
     fields = {k: v for k, v in data.items() if k != "type"}
     expected = set(cls.__slots__)
-    if unknown := sorted(set(fields) - expected):
-        raise InvalidArgument(unknown[0], f"is not a field of `{name}` events", fields[unknown[0]])
+    if unknown := sorted(set(fields) - expected, key=str):
+        raise InvalidArgument(
+            unknown[0] if isinstance(unknown[0], str) else _brief(unknown[0]),
+            f"is not a field of `{name}` events",
+            _brief(fields[unknown[0]]),
+        )
+    for slot, value in fields.items():
+        if slot not in ("at", "tags", "fact"):
+            _plain(value, f"{name}.{slot}")
     if "at" in fields:
         fields["at"] = parse_timestamp(fields["at"], "at")
     if "tags" in fields:
-        fields["tags"] = tuple(fields["tags"])
+        tags = fields["tags"]
+        if not isinstance(tags, list | tuple) or not all(isinstance(t, str) for t in tags):
+            raise InvalidArgument(f"{name}.tags", "must be a list of strings", _brief(tags))
+        fields["tags"] = tuple(_plain(tags, f"{name}.tags"))
     if "fact" in fields:
         fact = fields["fact"]
         if not isinstance(fact, Mapping) or set(fact) - set(_FACT_FIELDS):
             raise InvalidArgument(
-                "fact", f"must be a rewrite fact with fields {list(_FACT_FIELDS)}", fact
+                "fact", f"must be a rewrite fact with fields {list(_FACT_FIELDS)}", _brief(fact)
             )
+        _plain(fact, f"{name}.fact")
         try:
             fields["fact"] = RewriteFact(**fact)
         except TypeError as exc:
@@ -281,10 +319,87 @@ def event_from_dict(data: Mapping[str, Any]) -> Event:
         raise InvalidArgument(name, f"has missing fields: {exc}", data) from None
 
 
-def _plain(value: Any) -> Any:
-    """Mappings to dicts and tuples to lists, recursively, for JSON."""
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, tuple | list):
-        return [_plain(v) for v in value]
-    return value
+def storable_json(value: Any, field: str) -> Any:
+    """``value`` as plain JSON every backend stores exactly (a new value; see the module docstring).
+
+    Raises:
+        InvalidArgument: the value holds something no backend can store; the
+            error names ``field`` and the rule.
+    """
+    return _plain(value, field)
+
+
+def check_event(event: Event) -> None:
+    """Check that every field of an event object can be stored (what :func:`event_to_dict` checks).
+
+    Raises:
+        InvalidArgument: as :func:`event_to_dict`.
+    """
+    event_to_dict(event)
+
+
+def _brief(value: Any) -> str:
+    """A short description of a rejected value (never its full repr: it may be huge or deep)."""
+    if isinstance(value, str):
+        return repr(value[:40]) + ("..." if len(value) > 40 else "")
+    if isinstance(value, int) and not isinstance(value, bool):
+        digits = len(str(abs(value))) if abs(value) < 10**4000 else "> 4000"
+        return f"an integer of {digits} digits"
+    if isinstance(value, Mapping | list | tuple):
+        return f"a {type(value).__name__} of {len(value)} items"
+    return f"a value of type {type(value).__name__}"
+
+
+def _plain(value: Any, field: str) -> Any:
+    """``value`` as plain JSON (mappings to dicts, tuples to lists), checked storable.
+
+    Iterative, so its cost is bounded by the value's size and never by the
+    interpreter's recursion limit.
+
+    Raises:
+        InvalidArgument: the value holds something no backend can store.
+    """
+    holder: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any, int]] = [(value, holder, 0, 0)]
+    while stack:
+        item, parent, slot, depth = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                raise InvalidArgument(field, "must not contain lone surrogates", _brief(item))
+        elif item is None or isinstance(item, bool):
+            pass
+        elif isinstance(item, int):
+            if not _INT_MIN <= item <= _INT_MAX:
+                raise InvalidArgument(field, "must hold integers that fit in 64 bits", _brief(item))
+            item = int(item)
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise InvalidArgument(field, "must hold finite numbers (no NaN or infinity)", item)
+        elif isinstance(item, Mapping | list | tuple):
+            if depth >= MAX_DEPTH:
+                raise InvalidArgument(
+                    field, f"must nest at most {MAX_DEPTH} levels deep", _brief(item)
+                )
+            if isinstance(item, Mapping):
+                out: Any = {}
+                for key, child in item.items():
+                    if not isinstance(key, str):
+                        raise InvalidArgument(field, "must have string keys", _brief(key))
+                    if _SURROGATE.search(key):
+                        raise InvalidArgument(
+                            field, "must not contain lone surrogates", _brief(key)
+                        )
+                    out[key] = None
+                    stack.append((child, out, key, depth + 1))
+            else:
+                out = [None] * len(item)
+                stack.extend((child, out, i, depth + 1) for i, child in enumerate(item))
+            item = out
+        else:
+            raise InvalidArgument(
+                field,
+                "must be JSON: objects with string keys, arrays, strings, numbers, booleans, null",
+                _brief(item),
+            )
+        parent[slot] = item
+    return holder[0]

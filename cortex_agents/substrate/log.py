@@ -7,8 +7,10 @@ own prefix. So appending ``k`` events costs O(k), taking a prefix costs
 O(1), and many versions of one run (a checkpoint history) share one buffer.
 Appending to a view that is not the newest (a fork) copies its prefix once.
 
-The log also caches the materialized :class:`GraphState` of a few lengths
-per buffer, so the state of a longer view folds only the events it adds.
+Everything derived from a log — its materialized state, the chain hash that
+identifies it, its newest event time, and any structure a consumer registers
+(:meth:`SubstrateLog.derived`) — lives on its :class:`~cortex_agents.substrate.branch.Branch`,
+extended incrementally, bounded, under the branch's one lock.
 
 :func:`append_events` is the reducer a LangGraph state channel uses: nodes
 return event dicts (:func:`~cortex_agents.substrate.events.event_to_dict`),
@@ -17,34 +19,20 @@ which keeps LangGraph's pending writes plain JSON.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, Final, overload
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
+from typing import Any, Final, TypeVar, overload
 
 from cortex_agents.errors import InvalidArgument
-from cortex_agents.substrate.events import EVENT_TYPES, Event, event_from_dict
-from cortex_agents.substrate.state import EMPTY_STATE, GraphState, fold
+from cortex_agents.substrate.branch import Branch, Derived, chain_digest
+from cortex_agents.substrate.events import EVENT_TYPES, Event, check_event, event_from_dict
+from cortex_agents.substrate.fold import fold
+from cortex_agents.substrate.state import GraphState
 
 __all__ = ["LogBuffer", "SubstrateLog", "append_events"]
 
-_STATE_CACHE: Final = 4
 _EVENT_CLASSES: Final = tuple(EVENT_TYPES.values())
-
-
-class _Buffer:
-    """The shared, append-only storage behind every view of one log.
-
-    A *sealed* buffer belongs to a storage cache: views of it never extend it
-    in place (appending copies), so only committed events ever enter it.
-    """
-
-    __slots__ = ("events", "lock", "sealed", "states")
-
-    def __init__(self, events: list[Event], *, sealed: bool = False) -> None:
-        self.events = events
-        self.lock = threading.Lock()
-        self.sealed = sealed
-        self.states: dict[int, GraphState] = {0: EMPTY_STATE}
+T = TypeVar("T")
 
 
 class LogBuffer:
@@ -57,15 +45,14 @@ class LogBuffer:
     __slots__ = ("_buffer",)
 
     def __init__(self, events: Iterable[Event] = ()) -> None:
-        self._buffer = _Buffer(list(events), sealed=True)
+        self._buffer = Branch(events, sealed=True)
 
     def __len__(self) -> int:
         return len(self._buffer.events)
 
     def extend(self, events: Iterable[Event]) -> None:
         """Add committed events at the end."""
-        with self._buffer.lock:
-            self._buffer.events.extend(events)
+        self._buffer.extend(list(events))
 
     def view(self, length: int) -> SubstrateLog:
         """The log of the first ``length`` events (O(1))."""
@@ -76,6 +63,7 @@ class LogBuffer:
 
 def _as_event(item: Event | Mapping[str, Any]) -> Event:
     if isinstance(item, _EVENT_CLASSES):
+        check_event(item)  # type: ignore[arg-type]  (storable, as a dict would have been)
         return item  # type: ignore[return-value]
     if isinstance(item, Mapping):
         return event_from_dict(item)
@@ -83,16 +71,19 @@ def _as_event(item: Event | Mapping[str, Any]) -> Event:
 
 
 class SubstrateLog(Sequence[Event]):
-    """An immutable, append-only sequence of substrate events."""
+    """An immutable, append-only sequence of substrate events.
+
+    Identified by content: :attr:`digest` is the chain hash of its events.
+    """
 
     __slots__ = ("_buffer", "_length")
 
     def __init__(self, events: Iterable[Event] = ()) -> None:
-        self._buffer = _Buffer([_as_event(e) for e in events])
+        self._buffer = Branch([_as_event(e) for e in events])
         self._length = len(self._buffer.events)
 
     @classmethod
-    def _view(cls, buffer: _Buffer, length: int) -> SubstrateLog:
+    def _view(cls, buffer: Branch, length: int) -> SubstrateLog:
         log = cls.__new__(cls)
         log._buffer = buffer
         log._length = length
@@ -148,37 +139,72 @@ class SubstrateLog(Sequence[Event]):
     @property
     def state(self) -> GraphState:
         """The materialized graph state of this view (folds only what no cached state covers)."""
-        buffer = self._buffer
-        cached = buffer.states.get(self._length)
-        if cached is not None:
-            return cached
-        base = max(k for k in tuple(buffer.states) if k <= self._length)
-        state = fold(buffer.events[base : self._length], buffer.states[base])
-        with buffer.lock:
-            buffer.states[self._length] = state
-            while len(buffer.states) > _STATE_CACHE:
-                buffer.states.pop(min(k for k in buffer.states if k not in (0, self._length)))
-        return state
+        return self._buffer.state(self._length)
+
+    @property
+    def digest(self) -> bytes:
+        """The chain hash of this log's events (16 bytes; the empty log's is all zeros)."""
+        return self._buffer.digest(self._length)
+
+    @property
+    def latest(self) -> datetime | None:
+        """The newest event time of this log (``None`` when it is empty); O(1) amortised."""
+        return self._buffer.latest(self._length)
+
+    @property
+    def branch(self) -> Branch:
+        """The branch this view reads (shared with every other view of it)."""
+        return self._buffer
+
+    def extends(self, base: SubstrateLog) -> bool:
+        """Whether this log starts with exactly ``base``'s events (by chain hash)."""
+        n = len(base)
+        if self._length < n:
+            return False
+        return self._buffer is base._buffer or self._buffer.digest(n) == base.digest
+
+    def derived(self, key: Hashable, factory: Callable[[], Derived[T]]) -> T:
+        """A structure kept incrementally on this log's branch, as of this log's length.
+
+        See :meth:`~cortex_agents.substrate.branch.Branch.derived`.
+        """
+        return self._buffer.derived(key, factory, self._length)
 
     def appended(self, events: Iterable[Event | Mapping[str, Any]]) -> SubstrateLog:
         """A new log with ``events`` after this one's, checked against the fold.
 
         Raises:
             InvalidEvent: an event cannot follow the log; nothing is appended.
-            InvalidArgument: an item is neither an event nor an event dict.
+            InvalidArgument: an item is neither an event nor an event dict, or
+                holds a value that cannot be stored.
         """
         new = [_as_event(e) for e in events]
         if not new:
             return self
         state = fold(new, self.state)  # validates before anything is shared
-        buffer = self._buffer
+        buffer, end = self._buffer, self._length + len(new)
         with buffer.lock:
             if not buffer.sealed and len(buffer.events) == self._length:
                 buffer.events.extend(new)
-            else:  # a fork of an older view: copy the prefix once
-                buffer = _Buffer([*buffer.events[: self._length], *new])
-            buffer.states[self._length + len(new)] = state
-        return SubstrateLog._view(buffer, self._length + len(new))
+            elif not self._holds(new):  # a fork of an older view: copy the prefix once
+                buffer = buffer.fork(self._length, new)
+        buffer.remember(end, state)
+        return SubstrateLog._view(buffer, end)
+
+    def _holds(self, new: Sequence[Event]) -> bool:
+        """Whether the branch already holds exactly ``new`` after this view (by chain hash).
+
+        Then appending them is adopting them: the same step folded twice (a
+        stage that scheduled its successors, then the channel's reducer)
+        shares one branch instead of copying it.
+        """
+        buffer, end = self._buffer, self._length + len(new)
+        if len(buffer.events) < end:
+            return False
+        digest = self.digest
+        for event in new:
+            digest = chain_digest(digest, event)
+        return digest == buffer.digest(end)
 
 
 def append_events(

@@ -1,9 +1,10 @@
-"""The materialized graph state: a fold over the substrate's events.
+"""The materialized graph state: what a fold over the substrate's events holds.
 
-:func:`fold` is the only way a :class:`GraphState` changes. It checks every
-event against the state so far and raises :class:`InvalidEvent` for one
-that cannot follow (an edge to an unknown node, a second completion, an edge
-that would close a cycle, ...): the substrate is a DAG by construction.
+:func:`~cortex_agents.substrate.fold.fold` is the only way a
+:class:`GraphState` changes. It checks every event against the state so far
+and raises :class:`InvalidEvent` for one that cannot follow (an edge to an
+unknown node, a second completion, an edge that would close a cycle, ...):
+the substrate is a DAG by construction.
 
 Status transitions::
 
@@ -25,37 +26,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Final, Generic, TypeVar, overload
+from dataclasses import dataclass, field
+from typing import Any, Final, Generic, TypeVar, overload
 
 from immutables import Map
 
-from cortex_agents.errors import InvalidEvent, UnknownNode
-from cortex_agents.substrate.events import (
-    EdgeAdded,
-    EdgeRemoved,
-    Event,
-    NodeRetired,
-    NodeScheduled,
-    RewriteAdmitted,
-    RewriteApplied,
-    RewriteBudgetSet,
-    RewriteRejected,
-    StageCompleted,
-    StageFailed,
-    StageStarted,
-    ToolCallMade,
-)
-from cortex_agents.substrate.records import (
-    REJECTION_CODES,
-    EdgeRecord,
-    NodeId,
-    NodeRecord,
-    Observation,
-    RewriteFact,
-)
+from cortex_agents.errors import UnknownNode
+from cortex_agents.substrate.records import EdgeRecord, NodeId, NodeRecord, Observation, RewriteFact
 
-__all__ = ["EMPTY_STATE", "AppendOnly", "GraphState", "NodeTable", "fold"]
+__all__ = ["EMPTY_STATE", "AppendOnly", "GraphState", "NodeTable"]
 
 T = TypeVar("T")
 
@@ -183,6 +162,8 @@ class GraphState:
     budget: Mapping[str, int] | None = None
     _preds: Mapping[NodeId, tuple[NodeId, ...]] = field(default_factory=_empty_map, repr=False)
     _succs: Mapping[NodeId, tuple[NodeId, ...]] = field(default_factory=_empty_map, repr=False)
+    _keys: Mapping[str, None] = field(default_factory=_empty_map, repr=False)
+    _last_id: int = field(default=0, repr=False)
 
     def node(self, node_id: str) -> NodeRecord:
         """The node with this id.
@@ -226,14 +207,21 @@ class GraphState:
 
     @property
     def last_rewrite_id(self) -> int:
-        """The highest admitted ``rewrite_id`` (0 when none was admitted)."""
-        return max(
-            (r.rewrite_id or 0 for r in self.rewrites if r.decision == "admitted"), default=0
-        )
+        """The highest admitted ``rewrite_id`` (0 when none was admitted); O(1)."""
+        return self._last_id
+
+    def decided(self, key: str) -> bool:
+        """Whether a rewrite decision with this idempotency key is recorded; O(log rewrites)."""
+        return key in self._keys
 
     @property
     def unapplied_rewrites(self) -> tuple[RewriteFact, ...]:
-        """Admitted rewrites beyond the watermark, in ``rewrite_id`` order: still to materialize."""
+        """Admitted rewrites beyond the watermark, in ``rewrite_id`` order: still to materialize.
+
+        O(1) when every admitted rewrite is applied (the common case, checked per step).
+        """
+        if self._last_id <= self.watermark:
+            return ()
         return tuple(
             r
             for r in self.rewrites
@@ -253,230 +241,10 @@ class GraphState:
 EMPTY_STATE: Final = GraphState()
 
 
-def fold(events: Iterable[Event], state: GraphState = EMPTY_STATE) -> GraphState:
-    """Apply ``events`` to ``state`` and return the new state.
+def __getattr__(name: str) -> Any:
+    """``fold`` moved to :mod:`cortex_agents.substrate.fold`; importing it from here still works."""
+    if name == "fold":
+        from cortex_agents.substrate.fold import fold
 
-    The input state is not modified and shares structure with the result
-    (persistent maps, an append-only edge list): the cost is O(events ×
-    log nodes), whatever the size of ``state``.
-
-    Raises:
-        InvalidEvent: an event cannot follow the state so far; nothing of the
-            batch is applied.
-    """
-    table = state.nodes if isinstance(state.nodes, NodeTable) else NodeTable()
-    nodes = table._map.mutate()
-    scheduled: list[NodeId] = []
-    preds = state._preds.mutate()  # type: ignore[attr-defined]
-    succs = state._succs.mutate()  # type: ignore[attr-defined]
-    new_edges: list[EdgeRecord] = []
-    removed: set[tuple[str, str]] = set()
-    rewrites = list(state.rewrites)
-    keys = {r.key for r in rewrites if r.key is not None}
-    last_id = state.last_rewrite_id
-    watermark = state.watermark
-    budget = state.budget
-    seq = state.seq
-
-    for event in events:
-        index = seq
-        seq += 1
-        match event:
-            case NodeScheduled(node_id=node_id):
-                if not isinstance(node_id, str) or not node_id:
-                    raise InvalidEvent(
-                        index, f"node id must be a non-empty string, got {node_id!r}"
-                    )
-                if node_id in nodes:
-                    raise InvalidEvent(index, f"node {node_id!r} is already scheduled")
-                scheduled.append(node_id)
-                nodes[node_id] = NodeRecord(
-                    id=node_id,
-                    kind=event.kind,
-                    captured_at=event.at,
-                    config=event.config,
-                    tags=tuple(event.tags),
-                )
-            case EdgeAdded(source=source, target=target):
-                for end in (source, target):
-                    if end not in nodes:
-                        raise InvalidEvent(
-                            index, f"edge {source!r} -> {target!r}: unknown node {end!r}"
-                        )
-                if target in succs.get(source, ()):
-                    raise InvalidEvent(index, f"edge {source!r} -> {target!r} already exists")
-                if source == target or _reaches(succs, target, source):
-                    raise InvalidEvent(index, f"edge {source!r} -> {target!r} would close a cycle")
-                for end in (source, target):
-                    if nodes[end].status == "retired":
-                        raise InvalidEvent(
-                            index, f"edge {source!r} -> {target!r}: {end!r} is retired"
-                        )
-                removed.discard((source, target))
-                new_edges.append(EdgeRecord(source, target))
-                succs[source] = (*succs.get(source, ()), target)
-                preds[target] = (*preds.get(target, ()), source)
-            case EdgeRemoved(source=source, target=target):
-                if target not in succs.get(source, ()):
-                    raise InvalidEvent(index, f"edge {source!r} -> {target!r} does not exist")
-                if nodes[target].status != "pending":
-                    raise InvalidEvent(
-                        index,
-                        f"edge {source!r} -> {target!r}: {target!r} is {nodes[target].status}; "
-                        "only edges into pending work can be removed",
-                    )
-                edge = EdgeRecord(source, target)
-                if edge in new_edges:
-                    new_edges.remove(edge)
-                else:
-                    removed.add((source, target))
-                _drop(succs, source, target)
-                _drop(preds, target, source)
-            case NodeRetired(node_id=node_id):
-                node = _known(nodes, node_id, index)
-                if node.status != "pending":
-                    raise InvalidEvent(
-                        index, f"node {node_id!r} is {node.status}; only a pending node retires"
-                    )
-                if succs.get(node_id) or preds.get(node_id):
-                    raise InvalidEvent(
-                        index, f"node {node_id!r} still has edges; remove them before retiring it"
-                    )
-                nodes[node_id] = replace(node, status="retired")
-            case StageStarted(node_id=node_id):
-                node = _known(nodes, node_id, index)
-                if node.status == "completed":
-                    raise InvalidEvent(
-                        index, f"node {node_id!r} already completed; it cannot start again"
-                    )
-                if node.status == "running":
-                    raise InvalidEvent(index, f"node {node_id!r} is already running")
-                nodes[node_id] = replace(
-                    node, status="running", attempts=node.attempts + 1, error=None
-                )
-            case StageCompleted(node_id=node_id):
-                node = _known(nodes, node_id, index)
-                if node.status != "running":
-                    raise InvalidEvent(
-                        index, f"node {node_id!r} is {node.status}; only a running node completes"
-                    )
-                nodes[node_id] = replace(
-                    node, status="completed", completed_at=event.at, output=event.output
-                )
-            case StageFailed(node_id=node_id):
-                node = _known(nodes, node_id, index)
-                if node.status != "running":
-                    raise InvalidEvent(
-                        index, f"node {node_id!r} is {node.status}; only a running node fails"
-                    )
-                nodes[node_id] = replace(node, status="failed", error=event.error)
-            case RewriteAdmitted(fact=fact) | RewriteRejected(fact=fact):
-                expected = "admitted" if isinstance(event, RewriteAdmitted) else "rejected"
-                if fact.decision != expected:
-                    raise InvalidEvent(
-                        index, f"a {type(event).__name__} event must carry decision {expected!r}"
-                    )
-                if fact.proposer not in nodes:
-                    raise InvalidEvent(index, f"rewrite proposer {fact.proposer!r} is not a node")
-                if fact.key is not None and fact.key in keys:
-                    raise InvalidEvent(index, f"rewrite key {fact.key!r} was already decided")
-                if expected == "admitted":
-                    if fact.rewrite_id != last_id + 1:
-                        raise InvalidEvent(
-                            index,
-                            f"admitted rewrite_id must be {last_id + 1} (ids are dense and "
-                            f"monotone), got {fact.rewrite_id!r}",
-                        )
-                    last_id += 1
-                elif fact.rewrite_id is not None or fact.code not in REJECTION_CODES:
-                    raise InvalidEvent(
-                        index,
-                        "a rejected rewrite has no rewrite_id and one of the codes "
-                        f"{list(REJECTION_CODES)}",
-                    )
-                if fact.key is not None:
-                    keys.add(fact.key)
-                rewrites.append(fact)
-            case RewriteApplied(rewrite_id=rewrite_id):
-                if rewrite_id != watermark + 1 or rewrite_id > last_id:
-                    raise InvalidEvent(
-                        index,
-                        f"rewrite {rewrite_id!r} cannot be applied: the watermark is {watermark} "
-                        f"and the last admitted rewrite is {last_id}",
-                    )
-                fact = next(r for r in rewrites if r.rewrite_id == rewrite_id)
-                for added in fact.diff.get("nodes", ()):
-                    if added.get("id") not in nodes:
-                        raise InvalidEvent(
-                            index,
-                            f"rewrite {rewrite_id} applied before its node {added.get('id')!r} was scheduled",
-                        )
-                for gone in fact.diff.get("retired", ()):
-                    if gone not in nodes or nodes[gone].status != "retired":
-                        raise InvalidEvent(
-                            index, f"rewrite {rewrite_id} applied before {gone!r} was retired"
-                        )
-                watermark = rewrite_id
-            case RewriteBudgetSet(budget=granted):
-                if budget is not None:
-                    raise InvalidEvent(index, "the run's rewrite budget is already set")
-                if not isinstance(granted, Mapping) or not all(
-                    isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0
-                    for k, v in granted.items()
-                ):
-                    raise InvalidEvent(
-                        index, f"a rewrite budget maps dimensions to integers >= 0, got {granted!r}"
-                    )
-                budget = dict(granted)
-            case ToolCallMade(node_id=node_id):
-                _known(nodes, node_id, index)
-            case _:
-                raise InvalidEvent(index, f"not a substrate event: {event!r}")
-
-    edges = state.edges
-    if removed:  # rare (admitted rewrites only): copy the surviving edges once
-        edges = AppendOnly(e for e in edges if (e.source, e.target) not in removed)
-    if new_edges:
-        edges = (edges if isinstance(edges, AppendOnly) else AppendOnly(edges)).appended(new_edges)
-    return GraphState(
-        nodes=NodeTable(nodes.finish(), table._order.appended(scheduled)),
-        edges=edges,
-        rewrites=tuple(rewrites),
-        seq=seq,
-        watermark=watermark,
-        budget=budget,
-        _preds=preds.finish(),
-        _succs=succs.finish(),
-    )
-
-
-def _drop(links, node: str, other: str) -> None:
-    """Remove ``other`` from ``links[node]`` (a key with no links left is deleted)."""
-    rest = tuple(x for x in links.get(node, ()) if x != other)
-    if rest:
-        links[node] = rest
-    else:
-        del links[node]
-
-
-def _known(nodes: Mapping[NodeId, NodeRecord], node_id: str, index: int) -> NodeRecord:
-    try:
-        return nodes[node_id]  # type: ignore[index]
-    except KeyError:
-        raise InvalidEvent(index, f"unknown node {node_id!r}") from None
-
-
-def _reaches(succs: Mapping[str, tuple[str, ...]], start: str, goal: str) -> bool:
-    """Whether ``goal`` is reachable from ``start`` (a node without successors reaches nothing)."""
-    if not succs.get(start):
-        return False
-    seen = {start}
-    stack = [start]
-    while stack:
-        for nxt in succs.get(stack.pop(), ()):
-            if nxt == goal:
-                return True
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
-    return False
+        return fold
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,229 @@
+"""One branch of a run: its events, and everything derived from them, extended incrementally.
+
+A :class:`Branch` is the storage shared by every
+:class:`~cortex_agents.substrate.log.SubstrateLog` view of one log. It owns,
+under one lock and one bound each:
+
+* the events (append-only; a view sees a prefix);
+* the **chain hash** of every prefix: ``digest[i] = H(digest[i-1] ||
+  canonical(event[i]))`` (BLAKE2b, 16 bytes; the empty log's is 16 zero
+  bytes). Two logs with equal chain hashes hold the same events in the same
+  order, so a log, a stage's frontier and a checkpoint's substrate are
+  identified by content, never by length plus a last event;
+* the **latest event time** of every prefix (a running maximum), so the
+  runtime's clock never scans the log;
+* the **materialized state** of a few lengths (:data:`STATE_CACHE`, least
+  recently used first out), so a longer view folds only what it adds;
+* **derived structures** (:class:`Derived`): anything else a consumer wants
+  kept incrementally per branch, e.g. a memory index. Each is extended by the
+  events it has not seen, up to the length asked for, and answers for any
+  prefix it has seen — binding a snapshot costs O(new events).
+
+Digests and times are computed lazily, on first use, for the events not yet
+covered: a branch nobody asks for a hash pays nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from datetime import datetime
+from typing import Final, Protocol, TypeVar
+
+from cortex_agents.errors import InvalidArgument
+from cortex_agents.substrate.events import Event, event_to_dict
+from cortex_agents.substrate.fold import fold
+from cortex_agents.substrate.state import EMPTY_STATE, GraphState
+
+__all__ = [
+    "DIGEST_SIZE",
+    "EMPTY_DIGEST",
+    "MAX_DERIVED",
+    "STATE_CACHE",
+    "Branch",
+    "Derived",
+    "canonical_event",
+    "chain_digest",
+]
+
+DIGEST_SIZE: Final = 16
+EMPTY_DIGEST: Final = bytes(DIGEST_SIZE)
+STATE_CACHE: Final = 4
+"""Materialized states kept per branch (the empty state is free and not counted)."""
+MAX_DERIVED: Final = 8
+"""Derived structures one branch may hold (they live as long as the branch)."""
+
+T = TypeVar("T", covariant=True)
+
+
+def canonical_event(event: Event) -> bytes:
+    """The bytes an event contributes to a chain hash: its JSON form, keys sorted, UTF-8.
+
+    Raises:
+        InvalidArgument: the event holds a value that cannot be stored.
+    """
+    return json.dumps(
+        event_to_dict(event), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    ).encode("utf-8")
+
+
+def chain_digest(previous: bytes, event: Event) -> bytes:
+    """The chain hash after ``event``, given the hash of everything before it."""
+    digest = hashlib.blake2b(previous, digest_size=DIGEST_SIZE)
+    digest.update(canonical_event(event))
+    return digest.digest()
+
+
+class Derived(Protocol[T]):
+    """A structure a branch extends incrementally (the seam for e.g. a memory index).
+
+    Attributes:
+        length: How many of the branch's events it has taken in.
+    """
+
+    length: int
+
+    def extend(self, events: Sequence[Event], state: GraphState) -> None:
+        """Take in the next ``events``; ``state`` is the materialized state after them.
+
+        Raise rather than skip an event it cannot apply: a silently stale
+        structure is worse than a failed one.
+        """
+
+    def at(self, length: int) -> T:
+        """An immutable view of the structure as of the first ``length`` events (<= ``self.length``)."""
+
+
+class Branch:
+    """Events of one log and what is derived from them; shared by every view.
+
+    A *sealed* branch belongs to a storage cache: views never extend it in
+    place (appending copies), so only committed events ever enter it.
+    """
+
+    __slots__ = ("_derived", "_digests", "_latest", "_states", "events", "lock", "sealed")
+
+    def __init__(self, events: Iterable[Event] = (), *, sealed: bool = False) -> None:
+        self.events: list[Event] = list(events)
+        self.lock = threading.RLock()
+        self.sealed = sealed
+        self._digests = bytearray()
+        self._latest: list[datetime] = []
+        self._states: OrderedDict[int, GraphState] = OrderedDict()
+        self._derived: dict[Hashable, Derived] = {}
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    # -- growth --------------------------------------------------------------------------
+    def extend(self, events: Sequence[Event]) -> None:
+        """Add events at the end (the caller has checked they may follow)."""
+        with self.lock:
+            self.events.extend(events)
+
+    def fork(self, length: int, events: Sequence[Event]) -> Branch:
+        """A new, unsealed branch: this one's first ``length`` events, then ``events``.
+
+        Hashes and times already computed for the shared prefix are copied,
+        not recomputed; states and derived structures start afresh.
+        """
+        with self.lock:
+            other = Branch([*self.events[:length], *events])
+            other._digests = self._digests[: DIGEST_SIZE * length]
+            other._latest = self._latest[:length]
+        return other
+
+    # -- materialized state --------------------------------------------------------------
+    def state(self, length: int) -> GraphState:
+        """The materialized state of the first ``length`` events.
+
+        Folds from the longest cached state not beyond ``length``; the result
+        is cached (least recently used states are evicted past :data:`STATE_CACHE`).
+        """
+        with self.lock:
+            cached = self._states.get(length)
+            if cached is not None:
+                self._states.move_to_end(length)
+                return cached
+            base = max((k for k in self._states if k <= length), default=0)
+            start = self._states[base] if base else EMPTY_STATE
+            pending = self.events[base:length]
+        state = fold(pending, start)  # outside the lock: folding is pure
+        self.remember(length, state)
+        return state
+
+    def remember(self, length: int, state: GraphState) -> None:
+        """Cache the state of the first ``length`` events (bounded, least recently used out)."""
+        if not length:
+            return  # the empty state is a constant
+        with self.lock:
+            self._states[length] = state
+            self._states.move_to_end(length)
+            while len(self._states) > STATE_CACHE:
+                self._states.popitem(last=False)
+
+    def cached_states(self) -> tuple[int, ...]:
+        """Lengths whose state is cached, least recently used first (diagnostics and tests)."""
+        with self.lock:
+            return tuple(self._states)
+
+    # -- identity and time ---------------------------------------------------------------
+    def digest(self, length: int) -> bytes:
+        """The chain hash of the first ``length`` events (O(events not hashed yet))."""
+        if not length:
+            return EMPTY_DIGEST
+        with self.lock:
+            have = len(self._digests) // DIGEST_SIZE
+            if have < length:
+                previous = bytes(self._digests[-DIGEST_SIZE:]) if have else EMPTY_DIGEST
+                for event in self.events[have:length]:
+                    previous = chain_digest(previous, event)
+                    self._digests += previous
+            end = DIGEST_SIZE * length
+            return bytes(self._digests[end - DIGEST_SIZE : end])
+
+    def latest(self, length: int) -> datetime | None:
+        """The newest event time among the first ``length`` events (``None`` when empty)."""
+        if not length:
+            return None
+        with self.lock:
+            have = len(self._latest)
+            if have < length:
+                newest = self._latest[-1] if have else None
+                for event in self.events[have:length]:
+                    if newest is None or event.at > newest:
+                        newest = event.at
+                    self._latest.append(newest)  # type: ignore[arg-type]
+            return self._latest[length - 1]
+
+    # -- derived structures --------------------------------------------------------------
+    def derived(self, key: Hashable, factory: Callable[[], Derived[T]], length: int) -> T:
+        """The structure registered under ``key``, as of the first ``length`` events.
+
+        Created by ``factory`` on first use, then extended by the events it
+        has not taken in yet (up to ``length``), under the branch's lock.
+
+        Raises:
+            InvalidArgument: more than :data:`MAX_DERIVED` structures on one branch.
+        """
+        with self.lock:
+            structure = self._derived.get(key)
+            if structure is None:
+                if len(self._derived) >= MAX_DERIVED:
+                    raise InvalidArgument(
+                        "key", f"would be derived structure #{MAX_DERIVED + 1} on one branch", key
+                    )
+                structure = factory()
+                self._derived[key] = structure
+            if structure.length < length:
+                structure.extend(self.events[structure.length : length], self.state(length))
+                if structure.length != length:
+                    raise InvalidArgument(
+                        "derived structure",
+                        f"must have taken in {length} events after extend, has {structure.length}",
+                        key,
+                    )
+            return structure.at(length)
