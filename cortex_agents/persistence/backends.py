@@ -7,6 +7,7 @@ both are set up (created or migrated) on open.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -32,6 +33,42 @@ from cortex_agents.persistence.urls import (
 __all__ = ["aopen_saver", "is_postgres_url", "memory_saver", "open_saver", "require_database"]
 
 _MARKER = "cortex_migrations"  # the table every cortex-agents database has from its first open
+_SETUP_KEY = "hashtextextended('cortex_setup', 0)"
+SETUP_TIMEOUT_S = 120.0
+"""How long an opener waits for another process to finish setting up a Postgres database."""
+
+
+@contextmanager
+def postgres_setup_lock(url: str, *, timeout: float = SETUP_TIMEOUT_S) -> Iterator[None]:
+    """Hold the database's setup lock (a session advisory lock) while the schema is set up.
+
+    LangGraph's Postgres migrations run ``CREATE INDEX CONCURRENTLY``, which
+    waits for every transaction open in the database, and for every statement
+    holding a snapshot. So the lock is never waited for inside a transaction or
+    a blocking statement: waiters poll ``pg_try_advisory_lock`` on an
+    autocommit connection, each poll a statement that ends at once, and the
+    holder's own connection stays idle while the setup runs on others.
+
+    Raises:
+        StorageError: ``busy`` (another process held the lock past ``timeout``
+            seconds), ``unreachable``.
+    """
+    import psycopg
+
+    with postgres_reachable(url), psycopg.connect(url, autocommit=True) as conn:
+        started = time.monotonic()
+        while not conn.execute(f"SELECT pg_try_advisory_lock({_SETUP_KEY})").fetchone()[0]:
+            if time.monotonic() - started > timeout:
+                raise StorageError(
+                    "busy",
+                    f"another process has been setting up {redact_url(url)} for over "
+                    f"{timeout:.0f} s; retry when it is done",
+                )
+            time.sleep(0.05)
+        try:
+            yield
+        finally:
+            conn.execute(f"SELECT pg_advisory_unlock({_SETUP_KEY})")
 
 
 def _has_marker(uri: str) -> bool:
@@ -118,13 +155,9 @@ def open_saver(
             store = PostgresSubstrateStore(str(db))
         try:
             with PostgresSaver.from_conn_string(str(db)) as inner:
-                store.setup()
-                with (
-                    store.conn.transaction()
-                ):  # LangGraph's migrations are not safe to run twice at once
-                    store.conn.execute(
-                        "SELECT pg_advisory_xact_lock(hashtextextended('cortex_setup', 0))"
-                    )
+                # LangGraph's migrations are not safe to run twice at once
+                with postgres_setup_lock(str(db)):
+                    store.setup()
                     inner.setup()
                 yield CortexSaver(inner, store, channel=channel, locks=PostgresLocks(str(db)))
         finally:
@@ -162,8 +195,13 @@ async def aopen_saver(
             store = PostgresSubstrateStore(str(db))
         try:
             async with AsyncPostgresSaver.from_conn_string(str(db)) as inner:
-                await asyncio.to_thread(store.setup)
-                await inner.setup()
+                lock = postgres_setup_lock(str(db))
+                await asyncio.to_thread(lock.__enter__)
+                try:
+                    await asyncio.to_thread(store.setup)
+                    await inner.setup()
+                finally:
+                    await asyncio.to_thread(lock.__exit__, None, None, None)
                 yield CortexSaver(inner, store, channel=channel, locks=PostgresLocks(str(db)))
         finally:
             store.close()
