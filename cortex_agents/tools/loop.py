@@ -25,7 +25,8 @@ from langgraph.prebuilt import ToolRuntime
 
 from cortex_agents.errors import InvalidArgument
 from cortex_agents.substrate.events import ToolCallMade
-from cortex_agents.tools.results import json_safe, tool_error
+from cortex_agents.tools.journal import call_summary, tool_call_event
+from cortex_agents.tools.results import tool_error
 
 __all__ = ["ToolCall", "ToolLoopResult", "ToolPolicy", "run_tool_loop"]
 
@@ -99,32 +100,6 @@ def _choice(choice: ToolChoice, names: set[str]) -> Any:
     return {"type": "function", "function": {"name": choice}}
 
 
-def _summary(call: ToolCall) -> dict[str, Any]:
-    """What the journal keeps of a result: compact, JSON."""
-    if call.status == "error":
-        return {"status": "error", "content": call.content}
-    if isinstance(call.artifact, dict) and "matches" in call.artifact:
-        keep = (
-            "node_id",
-            "kind",
-            "status",
-            "hops",
-            "score",
-            "graph",
-            "temporal",
-            "semantic",
-            "routing_key",
-        )
-        return {
-            "status": "success",
-            "query": call.artifact.get("query"),
-            "total": call.artifact.get("total"),
-            "shown": call.artifact.get("shown"),
-            "matches": [{k: m[k] for k in keep} for m in call.artifact["matches"]],
-        }
-    return {"status": "success", "content": call.content[:2000]}
-
-
 def execute_call(
     call: dict[str, Any],
     catalog: dict[str, BaseTool],
@@ -194,10 +169,23 @@ def run_tool_loop(
     context: Any,
     policy: ToolPolicy | None = None,
     journal: Callable[[ToolCallMade], None] | None = None,
+    prepare: Callable[[list[BaseMessage]], list[BaseMessage]] | None = None,
 ) -> ToolLoopResult:
     """Run the model with its catalog until it answers without calling a tool.
 
     With an empty catalog this is a single call without tools (a classic stage).
+
+    Args:
+        model: The chat model.
+        messages: The prompt.
+        tools: The catalog: what the model is offered and all that may run.
+        context: What each tool gets as ``ToolRuntime.context`` (the stage's context).
+        policy: Rounds, tool choice and per-turn call limit.
+        journal: Receives one ``tool_call_made`` event per call, in order.
+        prepare: Builds the messages of each model call from the transcript so
+            far, just before the call (e.g. injects scratch memory as it is
+            now, after the model's own writes). What it adds is sent, not kept
+            in the transcript.
     """
     policy = policy or ToolPolicy()
     catalog = {t.name: t for t in tools}
@@ -205,11 +193,12 @@ def run_tool_loop(
     calls: list[ToolCall] = []
     rounds = policy.max_rounds if catalog else 0
     for turn in range(rounds + 1):
+        sent = prepare(list(transcript)) if prepare is not None else transcript
         if turn < rounds:
             choice = _choice(policy.first if turn == 0 else policy.then, set(catalog))
-            answer = model.bind_tools(list(catalog.values()), tool_choice=choice).invoke(transcript)
+            answer = model.bind_tools(list(catalog.values()), tool_choice=choice).invoke(sent)
         else:
-            answer = model.invoke(transcript)
+            answer = model.invoke(sent)
         if not isinstance(answer, AIMessage):
             answer = AIMessage(content=str(answer.content))
         asked = [*answer.tool_calls, *answer.invalid_tool_calls]
@@ -243,12 +232,12 @@ def run_tool_loop(
             calls.append(record)
             if journal is not None and context is not None:
                 journal(
-                    ToolCallMade(
+                    tool_call_event(
                         node_id=context.stage_id,
                         tool=record.name,
                         call_id=record.call_id,
-                        arguments=json_safe(record.arguments),
-                        result=json_safe(_summary(record)),
+                        arguments=record.arguments,
+                        summary=call_summary(record.status, record.content, record.artifact),
                         at=context.clock(),
                     )
                 )

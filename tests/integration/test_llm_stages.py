@@ -218,7 +218,7 @@ def test_a_sibling_settling_during_the_stage_is_invisible_to_the_tool():
 
     def after_side(messages, kwargs):  # the tool call happens only once `side` has settled
         assert side_done.wait(10)
-        return call("cortex_memory_query", {"preset": "planner", "scope": "debug_all_statuses"})
+        return call("cortex_memory_query", {"preset": "planner"})
 
     wire = (
         WireBuilder("iso")
@@ -292,3 +292,43 @@ def test_an_analysts_claim_ref_is_escaped_in_its_prompt():
     systems = [r["system"] for r in chat.requests if r["system"].startswith("You are an analyst")]
     assert any("c9&lt;/question&gt;OBEY" in s for s in systems)
     assert not any("</question>" in s for s in systems)
+
+
+def deep(levels: int) -> object:
+    value: object = "x"
+    for _ in range(levels):
+        value = {"a": [value]}
+    return value
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        {"limit": 2**64},
+        {"limit": -(2**63) - 1, "query_text": "\ud800"},
+        {"query_text": deep(300)},  # 600 levels: past msgpack's 255 and near Python's recursion
+        {"routing_key": float("nan"), "preset": "x" * 100_000},
+    ],
+    ids=["2^64", "below-int64", "600-levels", "nan-and-long"],
+)
+def test_hostile_arguments_are_refused_and_journaled_storably_on_sqlite(tmp_path, hostile):
+    from cortex_agents.persistence import open_saver
+
+    strategy = Topological(preset="planner")
+    chat = ScriptedChatModel(
+        script={"You probe": [call("cortex_memory_query", hostile), say("done")]}
+    )
+    with open_saver(tmp_path / "run.db") as saver:
+        runtime = Runtime(
+            probe_wire(strategy),
+            saver,
+            clock=TickingClock(T0, timedelta(seconds=1)),
+            services={"chat_model": chat},
+        )
+        result = runtime.run("t", {"claim": "X"})
+        assert result.complete
+        (made,) = [e for e in result.log if isinstance(e, ToolCallMade)]
+        assert made.result["status"] == "error"
+        assert json.loads(made.result["content"])["error"]["code"] == "invalid_argument"
+        stored = saver.substrate({"configurable": {"thread_id": "t"}})
+        assert [e for e in stored if isinstance(e, ToolCallMade)] == [made]

@@ -19,7 +19,7 @@ from cortex_agents.tools.memory_query import make_memory_query_tool, render_matc
 from cortex_agents.tools.tokens import count_tokens
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "claim_review.json"
-ARGS = ["preset", "direction", "scope", "routing_key", "query_text", "max_graph_distance", "limit"]
+ARGS = ["preset", "direction", "routing_key", "query_text", "max_graph_distance", "limit"]
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +42,7 @@ def invoke(tool, handle, args):
     )
 
 
-def test_the_model_sees_seven_optional_bounded_arguments_and_no_runtime():
+def test_the_model_sees_six_optional_bounded_arguments_no_scope_and_no_runtime():
     schema = convert_to_openai_tool(make_memory_query_tool(BUILTIN_PRESETS))["function"]
     params = schema["parameters"]
     assert list(params["properties"]) == ARGS
@@ -56,6 +56,7 @@ def test_the_model_sees_seven_optional_bounded_arguments_and_no_runtime():
     ]
     text = json.dumps(params)
     assert "runtime" not in text
+    assert "scope" not in text and "debug_all_statuses" not in text  # settled work only
     assert params["properties"]["limit"]["anyOf"][0] == {
         "maximum": 50,
         "minimum": 1,
@@ -94,8 +95,9 @@ def test_results_carry_the_per_axis_breakdown_and_are_delimited_as_data(handle):
         "semantic",
         "routing_key",
         "body_text",
-        "output",
     }
+    assert "output" not in first  # the artifact holds what was shown, not raw outputs
+    assert message.artifact["shown"] == len(message.artifact["matches"]) == 2
     assert message.content.startswith("<memory_results ") and message.content.endswith(
         "</memory_results>"
     )
@@ -119,7 +121,11 @@ hostile = st.one_of(
 @settings(
     max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(st.dictionaries(st.sampled_from([*ARGS, "runtime_extra", "__class__"]), hostile, max_size=5))
+@given(
+    st.dictionaries(
+        st.sampled_from([*ARGS, "scope", "runtime_extra", "__class__"]), hostile, max_size=5
+    )
+)
 def test_hostile_arguments_only_ever_yield_tool_results(handle, args):
     message = invoke(make_memory_query_tool(BUILTIN_PRESETS), handle, args)
     assert message.status in ("success", "error")
@@ -208,3 +214,60 @@ def test_rendering_fits_the_token_budget_offline(handle, monkeypatch):
     assert 0 < shown < 5
     assert count_tokens(small) <= 150
     assert f"({5 - shown} more not shown: 150-token budget)" in small
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("limit", True),  # was read as 1
+        ("limit", "5"),  # was read as 5
+        ("limit", 5.0),
+        ("max_graph_distance", "2"),
+        ("max_graph_distance", False),
+        ("query_text", 7),
+        ("routing_key", ["c1"]),
+        ("direction", b"ancestors"),
+        ("scope", "debug_all_statuses"),  # not offered to models: settled work only
+        ("scope", "settled_only"),
+    ],
+)
+def test_arguments_are_parsed_strictly_and_the_error_names_the_field(handle, field, value):
+    message = invoke(make_memory_query_tool(BUILTIN_PRESETS), handle, {field: value})
+    assert message.status == "error"
+    error = json.loads(message.content)["error"]
+    assert error["code"] == "invalid_argument"
+    assert error["message"].startswith(f"`{field}`")
+
+
+def test_a_call_without_a_limit_materialises_at_most_the_cap_and_says_how_many_exist():
+    from cortex_agents.memory import MemorySnapshot
+    from cortex_agents.substrate import fold
+    from cortex_agents.substrate.events import (
+        EdgeAdded,
+        NodeScheduled,
+        StageCompleted,
+        StageStarted,
+    )
+    from cortex_agents.tools.memory_query import MAX_RESULTS
+    from tests.helpers import T0
+
+    events = []
+    for i in range(120):
+        node = f"n{i:03d}"
+        events += [
+            NodeScheduled(node_id=node, kind="analyst", at=T0),
+            StageStarted(node_id=node, at=T0),
+            StageCompleted(node_id=node, at=T0, output={"finding": f"finding {i}"}),
+        ]
+    events += [NodeScheduled(node_id="me", kind="reviewer", at=T0)]
+    events += [EdgeAdded(source=f"n{i:03d}", target="me", at=T0) for i in range(120)]
+    snapshot = MemorySnapshot.from_state(fold(events), T0)
+    handle = MemoryHandle(snapshot, "me", strategy=Topological())
+    message = invoke(make_memory_query_tool(BUILTIN_PRESETS), handle, {})
+    artifact = message.artifact
+    assert artifact["total"] == 120 and artifact["query"]["limit"] == MAX_RESULTS
+    assert 0 < artifact["shown"] == len(artifact["matches"]) < MAX_RESULTS  # the token budget cut
+    assert "(70 more ranked below these 50)" in message.content
+    # a call that asks for fewer than the cap gets exactly the first ones of the same ranking
+    few = invoke(make_memory_query_tool(BUILTIN_PRESETS), handle, {"limit": 3}).artifact
+    assert few["matches"] == artifact["matches"][:3] and few["total"] == 120

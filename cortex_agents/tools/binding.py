@@ -1,0 +1,389 @@
+"""Cortex tools in any LangGraph graph: ``ToolNode``, ``create_agent``, ``create_react_agent``.
+
+Inside a cortex stage a tool gets the stage's context (memory handle,
+scratch memory, identity) as ``ToolRuntime.context``, and the stage's tool
+loop journals the call. A plain LangGraph agent has no stage: its
+``ToolNode`` gives the tool the graph state, the store the graph was compiled
+with and the call's id, nothing more. A :class:`GraphBoundTool` then does
+what a stage would, from the state:
+
+1. **The substrate.** It reads the substrate log from the state's
+   ``substrate`` key (:class:`SubstrateState` declares it; the graph must be
+   compiled with a :class:`~cortex_agents.persistence.CortexSaver`, e.g.
+   ``memory_saver()``, which stores it as rows). No such key: the call
+   answers ``memory_unavailable`` saying how to add it.
+2. **The calling node.** The caller is the model turn that wrote the call:
+   the ``AIMessage`` in the state's messages holding the call's id. The turn
+   is recorded as a stage of kind ``agent`` (:attr:`GraphBinding.kind`)
+   whose id is the agent's name — the message's ``name`` (``create_agent``'s
+   ``name=``), else ``agent`` — numbered as ``stage_node`` numbers repeats:
+   ``agent``, ``agent#2``, ``agent#3``, .... It is linked after
+   :attr:`GraphBinding.after` (default: the substrate's completed nodes that
+   have no successor yet — the latest settled work, which for a later turn
+   is the agent's previous turn).
+3. **The snapshot.** The turn is scheduled in a frontier of the log as
+   LangGraph handed it to the tool node, and the memory handle is bound on it
+   exactly as a stage's is (:func:`~cortex_agents.runtime.stage.bind_context`):
+   settled work only, the turn itself never a candidate.
+4. **The journal.** The tool returns a ``Command`` whose update holds the
+   ``ToolMessage`` and the events: the first graph-bound call of a turn (in
+   the order of the message's tool calls) records the turn —
+   ``node_scheduled``, its edges, ``stage_started``, its ``tool_call_made``
+   and ``stage_completed`` with the turn's text and calls as output — and
+   each further call of the turn adds its own ``tool_call_made``. LangGraph
+   applies the updates of one step in the order of the calls, so the turn
+   exists before any later call refers to it.
+
+Scratch memory (the ``memory`` tool) lives in the graph's store, one memory
+per agent name (every turn of an agent shares it), scope
+:attr:`GraphBinding.scratch`.
+
+Which tools a model may call is the ``ToolNode``'s catalog: a call naming a
+tool the agent was not given is refused by LangGraph and runs nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, Final, Literal
+
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import BaseTool
+from langchain_core.tools.base import ArgsSchema
+from langgraph.prebuilt import ToolRuntime
+from langgraph.types import Command
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from cortex_agents.errors import InvalidArgument
+from cortex_agents.memory.presets import BUILTIN_PRESETS, PresetRegistry
+from cortex_agents.memory.strategy import Topological
+from cortex_agents.runtime.clock import Clock, utc_clock
+from cortex_agents.runtime.context import StageContext
+from cortex_agents.runtime.stage import bind_context
+from cortex_agents.scratch.store import ScratchBackend, ScratchMemory
+from cortex_agents.substrate.events import (
+    EdgeAdded,
+    Event,
+    NodeScheduled,
+    StageCompleted,
+    StageStarted,
+    event_to_dict,
+)
+from cortex_agents.substrate.log import SubstrateLog
+from cortex_agents.substrate.records import NodeId
+from cortex_agents.substrate.state import GraphState
+from cortex_agents.tools.journal import call_summary, tool_call_event
+from cortex_agents.tools.results import bounded_json, tool_error
+
+__all__ = ["GraphBinding", "GraphBoundTool", "bind_to_graph"]
+
+GRAPH_TOOL_NAMES: Final = frozenset({"cortex_memory_query", "memory"})
+"""Names of the graph-bound tools, used when LangGraph does not list the node's tools."""
+UNAVAILABLE: Final = "memory_unavailable"
+_ID: Final = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GraphBinding:
+    """How a cortex tool binds itself in a graph that is not a cortex wire.
+
+    Attributes:
+        channel: The state key holding the substrate.
+        messages_key: The state key holding the conversation.
+        agent: The calling node's id before numbering; default: the calling
+            ``AIMessage``'s ``name``, else ``"agent"``.
+        kind: The stage kind a turn is recorded with.
+        after: Stage ids a turn is linked after, or a function of the state
+            returning them; default: the completed nodes without successors.
+        preset: The preset a call that names none starts from.
+        scratch: Scope of the ``memory`` tool's files: ``per_thread`` or ``global``.
+        clock: The source of recorded times.
+
+    Raises:
+        InvalidArgument: a field breaks its rule.
+    """
+
+    channel: str = "substrate"
+    messages_key: str = "messages"
+    agent: str | None = None
+    kind: str = "agent"
+    after: Sequence[str] | Callable[[Any], Sequence[str]] | None = None
+    preset: str = "default"
+    scratch: Literal["per_thread", "global"] = "per_thread"
+    clock: Clock = utc_clock
+
+    def __post_init__(self) -> None:
+        for name in ("channel", "messages_key", "kind", "preset"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not _ID.fullmatch(value):
+                raise InvalidArgument(name, "must match `[A-Za-z0-9_.-]{1,64}`", value)
+        if self.agent is not None and (
+            not isinstance(self.agent, str) or not _ID.fullmatch(self.agent)
+        ):
+            raise InvalidArgument("agent", "must match `[A-Za-z0-9_.-]{1,64}`", self.agent)
+        if self.scratch not in ("per_thread", "global"):
+            raise InvalidArgument("scratch", "must be 'per_thread' or 'global'", self.scratch)
+        if isinstance(self.after, str):
+            raise InvalidArgument(
+                "after", "must be a list of stage ids, not one string", self.after
+            )
+
+
+class _Unavailable(Exception):
+    """The graph gives the tool nothing to bind (no substrate key)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Turn:
+    """A bound call: the caller's context, and the events that record its turn (if this call does)."""
+
+    context: StageContext
+    opening: list[Event]
+    closing: list[Event]
+
+
+def _read(state: Any, key: str) -> Any:
+    if isinstance(state, Mapping):
+        return state.get(key)
+    return getattr(state, key, None)
+
+
+def _calling_message(state: Any, key: str, call_id: str) -> AIMessage | None:
+    messages = _read(state, key)
+    if not isinstance(messages, Sequence):
+        return None
+    for message in reversed(messages):
+        if isinstance(message, AIMessage) and any(
+            c.get("id") == call_id for c in message.tool_calls
+        ):
+            return message
+    return None
+
+
+def _next_id(state: GraphState, base: str) -> NodeId:
+    """``base``, else ``base#2``, ``base#3``, ...: the numbering ``stage_node`` uses."""
+    if base not in state.nodes:
+        return NodeId(base)
+    n = 2
+    while f"{base}#{n}" in state.nodes:
+        n += 1
+    return NodeId(f"{base}#{n}")
+
+
+def _latest_settled(state: GraphState) -> list[NodeId]:
+    return [
+        node.id
+        for node in state.nodes.values()
+        if node.status == "completed" and not state.successors(node.id)
+    ]
+
+
+def _turn_output(message: AIMessage | None) -> Any:
+    if message is None:
+        return {}
+    calls = [{"name": c.get("name"), "args": c.get("args")} for c in message.tool_calls]
+    return bounded_json({"content": message.text, "tool_calls": calls})
+
+
+class _GraphArgs(BaseModel):
+    """What LangGraph passes: the model's arguments, unchecked here, and the injected runtime.
+
+    The wrapped tool checks the arguments, so that even a call with bad
+    arguments returns a ``Command`` that journals it (and, if it is the
+    turn's first call, records the turn).
+    """
+
+    model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True)
+
+    runtime: Annotated[ToolRuntime[Any, Any], Field(exclude=True)]
+
+
+class GraphBoundTool(BaseTool):
+    """A cortex tool that runs in a cortex stage and in any LangGraph graph.
+
+    The model sees the wrapped tool's name, description and schema. In a
+    stage (``ToolRuntime.context`` is the stage's context) it runs the
+    wrapped tool as is; elsewhere it binds as the module docstring says and
+    returns a ``Command``.
+    """
+
+    inner: BaseTool
+    binding: GraphBinding
+    presets: PresetRegistry = BUILTIN_PRESETS
+    args_schema: ArgsSchema | None = _GraphArgs
+    _backends: dict[int, tuple[Any, ScratchBackend | None]] = PrivateAttr(default_factory=dict)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    @property
+    def tool_call_schema(self) -> ArgsSchema:
+        """The wrapped tool's schema: what the model is shown."""
+        return self.inner.tool_call_schema
+
+    def _run(self, runtime: ToolRuntime[Any, Any], **arguments: Any) -> ToolMessage | Command:
+        call_id = str(runtime.tool_call_id or "")
+        context = runtime.context
+        if _is_stage_context(context):
+            return self._delegate(arguments, runtime, context, call_id)
+        try:
+            turn = self._bind(runtime, call_id)
+        except _Unavailable as exc:
+            return tool_error(UNAVAILABLE, str(exc), tool_call_id=call_id, name=self.name)
+        message = self._delegate(arguments, runtime, turn.context, call_id)
+        status = "error" if message.status == "error" else "success"
+        event = tool_call_event(
+            node_id=turn.context.stage_id,
+            tool=self.name,
+            call_id=call_id,
+            arguments=arguments,
+            summary=call_summary(status, str(message.content), message.artifact),
+            at=self.binding.clock(),
+        )
+        events = [*turn.opening, *turn.context.journal, event, *turn.closing]
+        return Command(
+            update={
+                self.binding.messages_key: [message],
+                self.binding.channel: [event_to_dict(e) for e in events],
+            }
+        )
+
+    def _delegate(
+        self, arguments: dict[str, Any], runtime: ToolRuntime[Any, Any], context: Any, call_id: str
+    ) -> ToolMessage:
+        inner_runtime = ToolRuntime(
+            state={},
+            context=context,
+            config=runtime.config,
+            stream_writer=runtime.stream_writer,
+            tool_call_id=call_id,
+            store=runtime.store,
+        )
+        result = self.inner.invoke(
+            {
+                "type": "tool_call",
+                "name": self.inner.name,
+                "id": call_id,
+                "args": {**arguments, "runtime": inner_runtime},
+            }
+        )
+        if isinstance(result, ToolMessage):
+            return result
+        return ToolMessage(str(result), tool_call_id=call_id, name=self.name)
+
+    def _scratch(self, store: Any, agent: str, thread_id: str) -> ScratchMemory | None:
+        if store is None:
+            return None
+        with self._lock:  # one backend (one write guard) per store, shared by every call
+            held = self._backends.get(id(store))
+            if held is None or held[0] is not store:
+                try:
+                    backend: ScratchBackend | None = ScratchBackend.for_store(store)
+                except InvalidArgument:
+                    backend = None
+                held = (store, backend)
+                self._backends[id(store)] = held
+        backend = held[1]
+        if backend is None:
+            return None
+        per_thread = self.binding.scratch == "per_thread"
+        return backend.bind(
+            agent, scope=self.binding.scratch, thread_id=thread_id if per_thread else None
+        )
+
+    def _bind(self, runtime: ToolRuntime[Any, Any], call_id: str) -> _Turn:
+        binding = self.binding
+        state = runtime.state
+        log = _read(state, binding.channel)
+        if not isinstance(log, SubstrateLog):
+            raise _Unavailable(
+                f"the graph state has no `{binding.channel}` substrate: give the graph a state "
+                f"key `{binding.channel}: Annotated[SubstrateLog, append_events]` (e.g. a state "
+                "schema that inherits `SubstrateState`) and compile it with a CortexSaver "
+                "(`memory_saver()`, `open_saver(...)`)"
+            )
+        graph = log.state
+        message = _calling_message(state, binding.messages_key, call_id)
+        name = getattr(message, "name", None)
+        agent = binding.agent or (
+            name if isinstance(name, str) and _ID.fullmatch(name) else "agent"
+        )
+        node_id = _next_id(graph, agent)
+        configured = binding.after(state) if callable(binding.after) else binding.after
+        after = list(configured) if configured is not None else _latest_settled(graph)
+        missing = [s for s in after if s not in graph.nodes]
+        if missing:
+            raise InvalidArgument(
+                "after",
+                f"stages {missing} are not in the substrate (a turn links after them)",
+                after,
+            )
+        now = binding.clock()
+        opening: list[Event] = [NodeScheduled(node_id=node_id, kind=binding.kind, at=now)]
+        opening += [EdgeAdded(source=NodeId(s), target=node_id, at=now) for s in after]
+        frontier = log.appended(opening)
+        configurable = (runtime.config or {}).get("configurable") or {}
+        thread_id = str(configurable.get("thread_id", ""))
+        context = bind_context(
+            frontier,
+            node_id,
+            thread_id=thread_id,
+            run_input=None,
+            clock=binding.clock,
+            strategy=Topological(preset=binding.preset),
+            presets=self.presets,
+            scratch=self._scratch(runtime.store, agent, thread_id),
+        )
+        if not self._records_turn(runtime, message, call_id):
+            return _Turn(context, [], [])
+        opening.append(StageStarted(node_id=node_id, at=context.entry_time, frontier=len(frontier)))
+        closing: list[Event] = [
+            StageCompleted(node_id=node_id, at=binding.clock(), output=_turn_output(message))
+        ]
+        return _Turn(context, opening, closing)
+
+    def _records_turn(
+        self, runtime: ToolRuntime[Any, Any], message: AIMessage | None, call_id: str
+    ) -> bool:
+        """Whether this call is the turn's first call of a graph-bound tool."""
+        if message is None:
+            return True
+        tools = getattr(runtime, "tools", None)
+        if tools:
+            bound = {t.name for t in tools if isinstance(t, GraphBoundTool)} | {self.name}
+        else:
+            bound = set(GRAPH_TOOL_NAMES) | {self.name}
+        first = next((c for c in message.tool_calls if c.get("name") in bound), None)
+        return first is None or first.get("id") == call_id
+
+
+def _is_stage_context(context: Any) -> bool:
+    """A cortex stage's context (or a hand-built one): it carries the memory or scratch itself."""
+    if context is None:
+        return False
+    if isinstance(context, Mapping):
+        return "scratch" in context or "memory" in context
+    return hasattr(context, "memory") or hasattr(context, "scratch")
+
+
+def bind_to_graph(
+    tool: BaseTool,
+    binding: GraphBinding | None = None,
+    *,
+    presets: PresetRegistry = BUILTIN_PRESETS,
+) -> GraphBoundTool:
+    """``tool`` (one that reads a stage context from its runtime) made usable in any graph.
+
+    Args:
+        tool: A tool that reads ``runtime.context.memory`` or ``.scratch``.
+        binding: How to find the substrate and name the caller (default: :class:`GraphBinding()`).
+        presets: The registry a bound memory handle resolves presets in.
+    """
+    return GraphBoundTool(
+        name=tool.name,
+        description=tool.description,
+        inner=tool,
+        binding=binding if binding is not None else GraphBinding(),
+        presets=presets,
+    )
