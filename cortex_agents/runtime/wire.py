@@ -31,6 +31,7 @@ from cortex_agents.memory.presets import BUILTIN_PRESETS, PresetRegistry
 from cortex_agents.memory.strategy import Classic, MemoryStrategy, Topological
 from cortex_agents.rewrite.budget import DEFAULT_BUDGET, DIMENSIONS
 from cortex_agents.rewrite.policy import RewritePolicy
+from cortex_agents.scratch.connector import connector_problems
 from cortex_agents.substrate.records import NodeId
 
 if TYPE_CHECKING:
@@ -245,6 +246,9 @@ def _problems(wire: Wire) -> list[Problem]:
                 )
             )
         problems += _strategy_problems(stage.memory, f"{where}.memory", wire)
+        if isinstance(stage.config, Mapping):
+            settings = stage.config.get("scratch_connector")
+            problems += connector_problems(settings, f"{where}.config.scratch_connector")
         if stage.rewrite is not None and not isinstance(stage.rewrite, RewritePolicy):
             problems.append(
                 Problem(

@@ -28,25 +28,29 @@ found inside. The rendering is deterministic: no clock, no random ids.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, get_args
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
-from cortex_agents.errors import InvalidArgument
+from cortex_agents.errors import InvalidArgument, Problem
 from cortex_agents.scratch.store import ScratchMemory, ScratchScope
 from cortex_agents.scratch.tree import MemoryFile, build_tree, check_max_chars, render_tree
 
 __all__ = [
+    "CONNECTOR_SETTINGS",
     "CONTENT_MODES",
     "DEFAULT_MAX_CHARS",
+    "MAX_CONNECTOR_CHARS",
     "MEMORY_MESSAGE_ID",
     "PLACEMENTS",
     "ContentMode",
     "Placement",
     "RenderedMemory",
     "ScratchConnector",
+    "connector_from_config",
+    "connector_problems",
     "inject_memory",
     "render_full",
 ]
@@ -56,6 +60,10 @@ ContentMode = Literal["tree", "full"]
 PLACEMENTS: Final[tuple[str, ...]] = get_args(Placement)
 CONTENT_MODES: Final[tuple[str, ...]] = get_args(ContentMode)
 DEFAULT_MAX_CHARS: Final = 4000
+MAX_CONNECTOR_CHARS: Final = 100_000
+"""Largest ``max_chars``: the memory is sent again with every model call of a stage."""
+CONNECTOR_SETTINGS: Final = ("placement", "content", "max_chars")
+"""The keys of a stage's ``scratch_connector`` configuration table."""
 MEMORY_MESSAGE_ID: Final = "cortex-scratch-memory"
 """The id of the injected message, so a second injection replaces the first.
 
@@ -130,6 +138,9 @@ class ScratchConnector:
             rule = f"must be one of {', '.join(map(repr, CONTENT_MODES))}"
             raise InvalidArgument("content", rule, self.content)
         check_max_chars(self.max_chars)
+        if self.max_chars > MAX_CONNECTOR_CHARS:
+            rule = f"must be at most {MAX_CONNECTOR_CHARS} (memory is shown in every model call)"
+            raise InvalidArgument("max_chars", rule, self.max_chars)
 
     def render(self, memory: ScratchMemory, *, tool: bool = True) -> RenderedMemory:
         """Render ``memory`` (or its global fallback) as message text.
@@ -246,3 +257,57 @@ def inject_memory(
     """
     connector = ScratchConnector(placement=placement, content=content, max_chars=max_chars)
     return connector.inject(messages, memory)
+
+
+def connector_from_config(
+    settings: object, field: str = "config.scratch_connector"
+) -> ScratchConnector:
+    """The connector a stage's ``scratch_connector`` table asks for (``None``: the defaults).
+
+    Args:
+        settings: A mapping of :data:`CONNECTOR_SETTINGS` keys, or ``None``.
+        field: Where the table is, for error messages.
+
+    Raises:
+        InvalidArgument: not a table, an unknown key, or a value that breaks
+            its rule; the field is e.g. ``config.scratch_connector.max_chars``.
+    """
+    if settings is None:
+        return ScratchConnector()
+    if not isinstance(settings, Mapping):
+        raise InvalidArgument(field, "must be a table of connector settings", settings)
+    for key, value in settings.items():
+        if key not in CONNECTOR_SETTINGS:
+            rule = f"is not a connector setting (allowed: {', '.join(CONNECTOR_SETTINGS)})"
+            raise InvalidArgument(f"{field}.{key}", rule, value)
+    try:
+        return ScratchConnector(**{str(k): v for k, v in settings.items()})
+    except InvalidArgument as exc:
+        raise InvalidArgument(f"{field}.{exc.field}", exc.rule, exc.value) from None
+
+
+def connector_problems(settings: object, where: str = "config.scratch_connector") -> list[Problem]:
+    """What is wrong with a stage's ``scratch_connector`` settings, for wire validation.
+
+    A wire validator calls it on each stage's ``config.get("scratch_connector")``,
+    so a bad setting (``max_chars`` under 100, an unknown placement) stops the
+    wire from being built instead of failing the stage when it runs.
+
+    Args:
+        settings: The stage's ``scratch_connector`` table, or ``None``.
+        where: The table's location, e.g. ``"stages[2].config.scratch_connector"``.
+
+    Returns:
+        One :class:`~cortex_agents.errors.Problem` per bad key (empty: valid).
+    """
+    if settings is None:
+        return []
+    if not isinstance(settings, Mapping):
+        return [Problem(where, f"must be a table of connector settings (got {settings!r})")]
+    problems = []
+    for key, value in settings.items():
+        try:
+            connector_from_config({key: value}, where)
+        except InvalidArgument as exc:
+            problems.append(Problem(exc.field, f"{exc.rule} (got {exc.value!r})"))
+    return problems

@@ -27,7 +27,8 @@ from cortex_agents.errors import CortexError, InvalidArgument
 from cortex_agents.memory.match import Match
 from cortex_agents.memory.strategy import Topological
 from cortex_agents.runtime.context import StageContext
-from cortex_agents.scratch import MEMORY_TOOL_NAME, ScratchConnector, make_memory_tool
+from cortex_agents.scratch import MEMORY_TOOL_NAME, make_memory_tool
+from cortex_agents.scratch.connector import connector_from_config
 from cortex_agents.stages.prompts import (
     MEMORY_NUDGE,
     REWRITE_NUDGE,
@@ -47,6 +48,7 @@ from cortex_agents.tools.propose_rewrite import PROPOSE_REWRITE_TOOL, make_propo
 
 __all__ = [
     "CHAT_MODEL",
+    "MODEL_ADVICE",
     "ModelUnavailable",
     "build_chat_model",
     "chat_model_from_env",
@@ -127,13 +129,19 @@ def chat_model_from_env(env: Mapping[str, str] | None = None) -> BaseChatModel |
     )
 
 
+MODEL_ADVICE: Final = "model_advice"
+"""Key of ``StageContext.extras`` holding how to give this stage a model (set by whoever runs it)."""
+_RUNTIME_ADVICE: Final = "pass services={'chat_model': ...} to the Runtime"
+
+
 def _model(ctx: StageContext) -> BaseChatModel:
     """The stage's chat model: the runtime's ``chat_model`` service, else one from the environment."""
     model = ctx.extras.get(CHAT_MODEL) or chat_model_from_env()
     if model is None:
+        advice = ctx.extras.get(MODEL_ADVICE) or _RUNTIME_ADVICE
         raise ModelUnavailable(
             f"stage {ctx.stage_id!r} needs a chat model: set OPENAI_API_KEY (or OPENAI_BASE_URL for an "
-            "OpenAI-compatible server), or pass services={'chat_model': ...} to the Runtime"
+            f"OpenAI-compatible server), or {advice}"
         )
     return model
 
@@ -210,6 +218,10 @@ def converse(
 ) -> ToolLoopResult:
     """One stage's conversation: system prompt, user message, catalog-bound tool loop.
 
+    A stage with scratch memory gets it rendered (by its ``scratch_connector``
+    settings) into the messages of *every* model call, as it is at that
+    moment: after the model writes to it, the next call shows the write.
+
     ``policy`` overrides the tool policy of the stage's config (a stage may
     decide at run time, e.g. to offer no tool at all); ``propose=False``
     leaves ``propose_rewrite`` out (see :func:`stage_tools`).
@@ -222,12 +234,22 @@ def converse(
         if tool in names:  # a prompt mentions a tool only when the tool is there
             system = f"{system.rstrip()}\n\n{load_prompt(nudge, folder=folder).strip()}"
     messages: list = [SystemMessage(system.strip()), HumanMessage(user.strip())]
+    prepare = None
     if ctx.scratch is not None:  # the connector: the stage's scratch memory, as data
-        messages = ScratchConnector(**dict(ctx.config.get("scratch_connector", {}))).inject(
-            messages, ctx.scratch, tool=MEMORY_TOOL_NAME in names
-        )
+        connector = connector_from_config(ctx.config.get("scratch_connector"))
+        scratch, tool = ctx.scratch, MEMORY_TOOL_NAME in names
+
+        def prepare(transcript: list) -> list:  # before every model call: memory as it is now
+            return connector.inject(transcript, scratch, tool=tool)
+
     return run_tool_loop(
-        _model(ctx), messages, tools=tools, context=ctx, policy=policy, journal=ctx.record
+        _model(ctx),
+        messages,
+        tools=tools,
+        context=ctx,
+        policy=policy,
+        journal=ctx.record,
+        prepare=prepare,
     )
 
 
