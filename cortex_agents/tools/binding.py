@@ -12,27 +12,28 @@ what a stage would, from the state:
    compiled with a :class:`~cortex_agents.persistence.CortexSaver`, e.g.
    ``memory_saver()``, which stores it as rows). No such key: the call
    answers ``memory_unavailable`` saying how to add it.
-2. **The calling node.** The caller is the model turn that wrote the call:
-   the ``AIMessage`` in the state's messages holding the call's id. The turn
-   is recorded as a stage of kind ``agent`` (:attr:`GraphBinding.kind`)
-   whose id is the agent's name — the message's ``name`` (``create_agent``'s
-   ``name=``), else ``agent`` — numbered as ``stage_node`` numbers repeats:
-   ``agent``, ``agent#2``, ``agent#3``, .... It is linked after
-   :attr:`GraphBinding.after` (default: the substrate's completed nodes that
-   have no successor yet — the latest settled work, which for a later turn
-   is the agent's previous turn).
-3. **The snapshot.** The turn is scheduled in a frontier of the log as
+2. **The calling node.** The caller is the agent whose model turn wrote the
+   call: its name is the calling ``AIMessage``'s ``name`` (``create_agent``'s
+   ``name=``), else ``agent`` (:attr:`GraphBinding.agent` overrides both).
+   Each call of a graph-bound tool is recorded as one stage of kind
+   ``agent`` (:attr:`GraphBinding.kind`), numbered as ``stage_node`` numbers
+   repeats — ``agent``, ``agent#2``, ``agent#3``, ... — the k-th such call of
+   a turn taking the k-th free id, so parallel calls never collide. It is
+   linked after :attr:`GraphBinding.after` (default: the latest settled work
+   that is not the agent's: completed nodes of another kind with no completed
+   successor of another kind), so an agent's lookups hang off the work they
+   consult and never crowd each other's memory.
+3. **The snapshot.** The stage is scheduled in a frontier of the log as
    LangGraph handed it to the tool node, and the memory handle is bound on it
    exactly as a stage's is (:func:`~cortex_agents.runtime.stage.bind_context`):
-   settled work only, the turn itself never a candidate.
+   settled work only, the caller itself never a candidate.
 4. **The journal.** The tool returns a ``Command`` whose update holds the
-   ``ToolMessage`` and the events: the first graph-bound call of a turn (in
-   the order of the message's tool calls) records the turn —
-   ``node_scheduled``, its edges, ``stage_started``, its ``tool_call_made``
-   and ``stage_completed`` with the turn's text and calls as output — and
-   each further call of the turn adds its own ``tool_call_made``. LangGraph
-   applies the updates of one step in the order of the calls, so the turn
-   exists before any later call refers to it.
+   ``ToolMessage`` and the call's events — ``node_scheduled``, its edges,
+   ``stage_started``, ``tool_call_made`` and ``stage_completed`` (output: the
+   tool and the arguments asked). Each call's events are complete on their
+   own: LangGraph may apply one task's update alone (a conditional edge reads
+   the state with only that task's writes), and parallel calls land in any
+   order.
 
 Scratch memory (the ``memory`` tool) lives in the graph's store, one memory
 per agent name (every turn of an agent shares it), scope
@@ -44,6 +45,7 @@ tool the agent was not given is refused by LangGraph and runs nothing.
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -136,15 +138,6 @@ class _Unavailable(Exception):
     """The graph gives the tool nothing to bind (no substrate key)."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Turn:
-    """A bound call: the caller's context, and the events that record its turn (if this call does)."""
-
-    context: StageContext
-    opening: list[Event]
-    closing: list[Event]
-
-
 def _read(state: Any, key: str) -> Any:
     if isinstance(state, Mapping):
         return state.get(key)
@@ -163,29 +156,21 @@ def _calling_message(state: Any, key: str, call_id: str) -> AIMessage | None:
     return None
 
 
-def _next_id(state: GraphState, base: str) -> NodeId:
-    """``base``, else ``base#2``, ``base#3``, ...: the numbering ``stage_node`` uses."""
-    if base not in state.nodes:
-        return NodeId(base)
-    n = 2
-    while f"{base}#{n}" in state.nodes:
-        n += 1
-    return NodeId(f"{base}#{n}")
+def _free_id(state: GraphState, base: str, skip: int) -> NodeId:
+    """The ``skip``-th free id of ``base``, ``base#2``, ``base#3``, ... (the numbering of ``stage_node``)."""
+    candidates = (base if n == 1 else f"{base}#{n}" for n in itertools.count(1))
+    free = (c for c in candidates if c not in state.nodes)
+    return NodeId(next(itertools.islice(free, skip, None)))
 
 
-def _latest_settled(state: GraphState) -> list[NodeId]:
-    return [
-        node.id
-        for node in state.nodes.values()
-        if node.status == "completed" and not state.successors(node.id)
-    ]
+def _latest_work(state: GraphState, agent_kind: str) -> list[NodeId]:
+    """Completed nodes of another kind than the agent's, with no completed successor of another kind."""
 
+    def work(node_id: NodeId) -> bool:
+        node = state.nodes[node_id]
+        return node.status == "completed" and node.kind != agent_kind
 
-def _turn_output(message: AIMessage | None) -> Any:
-    if message is None:
-        return {}
-    calls = [{"name": c.get("name"), "args": c.get("args")} for c in message.tool_calls]
-    return bounded_json({"content": message.text, "tool_calls": calls})
+    return [n for n in state.nodes if work(n) and not any(work(s) for s in state.successors(n))]
 
 
 class _GraphArgs(BaseModel):
@@ -228,20 +213,22 @@ class GraphBoundTool(BaseTool):
         if _is_stage_context(context):
             return self._delegate(arguments, runtime, context, call_id)
         try:
-            turn = self._bind(runtime, call_id)
+            context, opening = self._bind(runtime, call_id)
         except _Unavailable as exc:
             return tool_error(UNAVAILABLE, str(exc), tool_call_id=call_id, name=self.name)
-        message = self._delegate(arguments, runtime, turn.context, call_id)
+        message = self._delegate(arguments, runtime, context, call_id)
         status = "error" if message.status == "error" else "success"
-        event = tool_call_event(
-            node_id=turn.context.stage_id,
+        made = tool_call_event(
+            node_id=context.stage_id,
             tool=self.name,
             call_id=call_id,
             arguments=arguments,
             summary=call_summary(status, str(message.content), message.artifact),
             at=self.binding.clock(),
         )
-        events = [*turn.opening, *turn.context.journal, event, *turn.closing]
+        asked = bounded_json({"tool": self.name, "arguments": arguments})
+        done = StageCompleted(node_id=context.stage_id, at=self.binding.clock(), output=asked)
+        events = [*opening, *context.journal, made, done]
         return Command(
             update={
                 self.binding.messages_key: [message],
@@ -292,7 +279,10 @@ class GraphBoundTool(BaseTool):
             agent, scope=self.binding.scratch, thread_id=thread_id if per_thread else None
         )
 
-    def _bind(self, runtime: ToolRuntime[Any, Any], call_id: str) -> _Turn:
+    def _bind(
+        self, runtime: ToolRuntime[Any, Any], call_id: str
+    ) -> tuple[StageContext, list[Event]]:
+        """The calling stage's context, and the events that open it (scheduled, edges, started)."""
         binding = self.binding
         state = runtime.state
         log = _read(state, binding.channel)
@@ -309,14 +299,14 @@ class GraphBoundTool(BaseTool):
         agent = binding.agent or (
             name if isinstance(name, str) and _ID.fullmatch(name) else "agent"
         )
-        node_id = _next_id(graph, agent)
+        node_id = _free_id(graph, agent, self._slot(runtime, message, call_id))
         configured = binding.after(state) if callable(binding.after) else binding.after
-        after = list(configured) if configured is not None else _latest_settled(graph)
+        after = list(configured) if configured is not None else _latest_work(graph, binding.kind)
         missing = [s for s in after if s not in graph.nodes]
         if missing:
             raise InvalidArgument(
                 "after",
-                f"stages {missing} are not in the substrate (a turn links after them)",
+                f"stages {missing} are not in the substrate (a call links after them)",
                 after,
             )
         now = binding.clock()
@@ -335,27 +325,22 @@ class GraphBoundTool(BaseTool):
             presets=self.presets,
             scratch=self._scratch(runtime.store, agent, thread_id),
         )
-        if not self._records_turn(runtime, message, call_id):
-            return _Turn(context, [], [])
-        opening.append(StageStarted(node_id=node_id, at=context.entry_time, frontier=len(frontier)))
-        closing: list[Event] = [
-            StageCompleted(node_id=node_id, at=binding.clock(), output=_turn_output(message))
-        ]
-        return _Turn(context, opening, closing)
+        # `frontier`: the log prefix the memory saw, the caller's own scheduling included; exact
+        # for a turn's first graph-bound call, whose events LangGraph applies first.
+        started = StageStarted(node_id=node_id, at=context.entry_time, frontier=len(frontier))
+        return context, [*opening, started]
 
-    def _records_turn(
-        self, runtime: ToolRuntime[Any, Any], message: AIMessage | None, call_id: str
-    ) -> bool:
-        """Whether this call is the turn's first call of a graph-bound tool."""
+    def _slot(self, runtime: ToolRuntime[Any, Any], message: AIMessage | None, call_id: str) -> int:
+        """How many graph-bound calls precede this one in its turn (each takes its own id)."""
         if message is None:
-            return True
+            return 0
         tools = getattr(runtime, "tools", None)
         if tools:
             bound = {t.name for t in tools if isinstance(t, GraphBoundTool)} | {self.name}
         else:
             bound = set(GRAPH_TOOL_NAMES) | {self.name}
-        first = next((c for c in message.tool_calls if c.get("name") in bound), None)
-        return first is None or first.get("id") == call_id
+        ids = [c.get("id") for c in message.tool_calls if c.get("name") in bound]
+        return ids.index(call_id) if call_id in ids else 0
 
 
 def _is_stage_context(context: Any) -> bool:
