@@ -21,6 +21,11 @@ links it to the ``after`` stages, binds the memory snapshot, runs your
 function and records its output — by default the JSON form of the update it
 returns (``None`` counts as ``{}``), without the substrate key. Two graph
 nodes must not be given the same explicit ``name``.
+
+What the stage journals while it runs — the tool calls of
+:func:`~cortex_agents.stages.llm.converse` (give the node a chat model with
+``model=``), or events it records with ``ctx.record`` — is written between
+its ``stage_started`` and its outcome, as a wire's stages are.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from typing import Any, Literal
 from langchain_core.runnables import RunnableConfig
 from pydantic_core import to_jsonable_python
 
-from cortex_agents.errors import InvalidArgument
+from cortex_agents.errors import InvalidArgument, InvalidEvent
 from cortex_agents.memory.presets import BUILTIN_PRESETS, PresetRegistry
 from cortex_agents.memory.strategy import Classic, MemoryStrategy
 from cortex_agents.runtime.clock import Clock, utc_clock
@@ -49,6 +54,7 @@ from cortex_agents.substrate.events import (
 )
 from cortex_agents.substrate.log import SubstrateLog
 from cortex_agents.substrate.records import NodeId
+from cortex_agents.substrate.state import GraphState, fold
 
 __all__ = ["stage_node"]
 
@@ -87,6 +93,7 @@ def stage_node(
     on_error: Literal["raise", "record"] = "raise",
     clock: Clock = utc_clock,
     channel: str = "substrate",
+    model: Any = None,
 ) -> Callable[..., Any]:
     """Wrap ``fn(state, ctx) -> update`` as a LangGraph node that records a stage.
 
@@ -105,13 +112,22 @@ def stage_node(
             written and the node returns without your update).
         clock: The source of recorded times.
         channel: The state key of the substrate.
+        model: The chat model the stage's ``converse`` calls use (a LangChain
+            ``BaseChatModel``); without one they read ``OPENAI_API_KEY`` /
+            ``OPENAI_BASE_URL`` from the environment.
     """
     if on_error not in ("raise", "record"):
         raise InvalidArgument("on_error", "must be 'raise' or 'record'", on_error)
     fallback = getattr(fn, "__name__", kind)
     strategy = memory if memory is not None else Classic()
+    # the keys stages.llm reads: its chat model, and how to give it one
+    extras: dict[str, Any] = {"model_advice": "pass stage_node(..., model=...)"}
+    if model is not None:
+        extras["chat_model"] = model
 
-    def prepare(state: Any, config: RunnableConfig) -> tuple[StageContext, list[Event], int]:
+    def prepare(
+        state: Any, config: RunnableConfig
+    ) -> tuple[StageContext, list[Event], int, GraphState]:
         log = state.get(channel) or SubstrateLog()
         stage = _stage_id(log, _base_id(name, fallback, config))
         upstream = list(after(state) if callable(after) else after)
@@ -137,10 +153,28 @@ def stage_node(
             clock=clock,
             strategy=strategy,
             presets=presets,
+            extras=dict(extras),
         )
-        return ctx, scheduled, len(frontier)
+        return ctx, scheduled, len(frontier), log.state
 
-    def finish(ctx: StageContext, scheduled: list[Event], seen: int, update: Any) -> dict[str, Any]:
+    def checked(events: list[Event], ctx: StageContext, before: GraphState) -> list[Event]:
+        """``events`` if they can follow the substrate; else (``record``) the stage's failure."""
+        if not ctx.journal:
+            return events
+        try:
+            fold(events, before)
+        except InvalidEvent as exc:
+            if on_error == "raise":
+                raise
+            error = f"InvalidEvent: the stage journaled an event that cannot be recorded ({exc})"
+            started = [e for e in events if not isinstance(e, StageCompleted | StageFailed)]
+            kept = [e for e in started if e not in ctx.journal]
+            return [*kept, StageFailed(node_id=ctx.stage_id, at=clock(), error=error)]
+        return events
+
+    def finish(
+        ctx: StageContext, scheduled: list[Event], seen: int, before: GraphState, update: Any
+    ) -> dict[str, Any]:
         update = {} if update is None else update
         if not isinstance(update, dict):
             raise InvalidArgument(
@@ -151,46 +185,51 @@ def stage_node(
         events = [
             *scheduled,
             StageStarted(node_id=ctx.stage_id, at=ctx.entry_time, frontier=seen),
+            *ctx.journal,
             StageCompleted(
                 node_id=ctx.stage_id,
                 at=clock(),
                 output=to_json_output(to_jsonable_python(recorded, fallback=str)),
             ),
         ]
+        events = checked(events, ctx, before)
+        if isinstance(events[-1], StageFailed):
+            return {channel: [event_to_dict(e) for e in events]}
         return {**body, channel: [*update.get(channel, ()), *(event_to_dict(e) for e in events)]}
 
     def failed(
-        ctx: StageContext, scheduled: list[Event], seen: int, exc: Exception
+        ctx: StageContext, scheduled: list[Event], seen: int, before: GraphState, exc: Exception
     ) -> dict[str, Any]:
         events = [
             *scheduled,
             StageStarted(node_id=ctx.stage_id, at=ctx.entry_time, frontier=seen),
+            *ctx.journal,
             StageFailed(node_id=ctx.stage_id, at=clock(), error=describe_error(exc)),
         ]
-        return {channel: [event_to_dict(e) for e in events]}
+        return {channel: [event_to_dict(e) for e in checked(events, ctx, before)]}
 
     if inspect.iscoroutinefunction(fn):
 
         async def anode(state: Any, config: RunnableConfig) -> dict[str, Any]:
-            ctx, scheduled, seen = prepare(state, config)
+            ctx, scheduled, seen, before = prepare(state, config)
             try:
-                return finish(ctx, scheduled, seen, await fn(state, ctx))
+                return finish(ctx, scheduled, seen, before, await fn(state, ctx))
             except Exception as exc:
                 if on_error == "raise":
                     raise
-                return failed(ctx, scheduled, seen, exc)
+                return failed(ctx, scheduled, seen, before, exc)
 
         anode.__name__ = name or fallback
         return anode
 
     def node(state: Any, config: RunnableConfig) -> dict[str, Any]:
-        ctx, scheduled, seen = prepare(state, config)
+        ctx, scheduled, seen, before = prepare(state, config)
         try:
-            return finish(ctx, scheduled, seen, fn(state, ctx))
+            return finish(ctx, scheduled, seen, before, fn(state, ctx))
         except Exception as exc:
             if on_error == "raise":
                 raise
-            return failed(ctx, scheduled, seen, exc)
+            return failed(ctx, scheduled, seen, before, exc)
 
     node.__name__ = name or fallback
     return node

@@ -152,3 +152,83 @@ def test_record_mode_records_updates_a_store_cannot_hold_and_none_is_an_empty_up
     assert (nodes["quiet"].status, nodes["quiet"].output) == ("completed", {})
     assert nodes["nan"].status == "failed" and "not JSON-serialisable" in nodes["nan"].error
     assert "answer" not in out  # a recorded failure drops the update
+
+
+def research_graph(model: Any, on_error: str = "raise") -> Any:
+    from cortex_agents.stages.llm import converse
+
+    clock = TickingClock(T0, timedelta(seconds=1))
+
+    def plan(state: State, ctx: StageContext) -> dict:
+        return {"notes": [f"cache hit rate for {state['question']}"]}
+
+    def research(state: State, ctx: StageContext) -> dict:
+        result = converse(ctx, system="You research.", user=state["question"])
+        return {"answer": str(result.message.content)}
+
+    graph = StateGraph(State)
+    graph.add_node("plan", stage_node(plan, kind="planner", clock=clock))
+    graph.add_node(
+        "research",
+        stage_node(
+            research,
+            kind="analyst",
+            after=["plan"],
+            memory=Topological(),
+            clock=clock,
+            model=model,
+            on_error=on_error,
+        ),
+    )
+    graph.add_edge(START, "plan")
+    graph.add_edge("plan", "research")
+    graph.add_edge("research", END)
+    return graph.compile(checkpointer=memory_saver())
+
+
+def test_a_stage_node_given_a_model_records_its_tool_calls_between_start_and_outcome():
+    from cortex_agents.substrate import StageCompleted, StageStarted, ToolCallMade
+    from tests.chat import ScriptedChatModel, call, say
+
+    chat = ScriptedChatModel(
+        script={"You research": [call("cortex_memory_query", {"query_text": "cache"}), say("42")]}
+    )
+    out = research_graph(chat).invoke({"question": "caching"}, config())
+    log = out["substrate"]
+    assert out["answer"] == "42"
+    own = [type(e).__name__ for e in log if getattr(e, "node_id", None) == "research"]
+    assert own == ["NodeScheduled", "StageStarted", "ToolCallMade", "StageCompleted"]
+    (made,) = [e for e in log if isinstance(e, ToolCallMade)]
+    assert [m["node_id"] for m in made.result["matches"]] == ["plan"]
+    assert isinstance(log[-1], StageCompleted) and isinstance(log[-3], StageStarted)
+
+
+def test_a_stage_node_without_a_model_says_how_to_give_it_one(monkeypatch):
+    from cortex_agents.stages.llm import ModelUnavailable
+
+    for variable in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(variable, raising=False)
+    with pytest.raises(ModelUnavailable, match=r"stage_node\(\.\.\., model=\.\.\.\)"):
+        research_graph(None).invoke({"question": "caching"}, config())
+
+
+def test_a_journaled_event_that_cannot_be_recorded_fails_the_stage_not_the_run():
+    from cortex_agents.errors import InvalidEvent
+    from cortex_agents.substrate import ToolCallMade
+
+    def forge(state: State, ctx: StageContext) -> dict:
+        ctx.record(ToolCallMade(node_id="ghost", tool="t", call_id="1", arguments={}, at=T0))
+        return {"answer": "never recorded"}
+
+    def build(on_error: str) -> Any:
+        graph = StateGraph(State)
+        graph.add_node("forge", stage_node(forge, kind="k", on_error=on_error))
+        graph.add_edge(START, "forge")
+        return graph.compile(checkpointer=memory_saver())
+
+    out = build("record").invoke({"question": "q"}, config())
+    node = out["substrate"].state.nodes["forge"]
+    assert node.status == "failed" and "InvalidEvent" in node.error and "answer" not in out
+    assert not [e for e in out["substrate"] if isinstance(e, ToolCallMade)]
+    with pytest.raises(InvalidEvent, match="ghost"):
+        build("raise").invoke({"question": "q"}, config())
