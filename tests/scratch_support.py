@@ -1,11 +1,16 @@
-"""Shared by the scratch-memory tests: the rejected-path corpus, a recording store, binding."""
+"""Shared by the scratch-memory tests: the rejected-path corpus, a recording store, binding, the tool."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
+from langchain_core.messages import ToolMessage
+from langgraph.prebuilt import ToolRuntime
 from langgraph.store.base import BaseStore, PutOp
 from langgraph.store.memory import InMemoryStore
 
-from cortex_agents.scratch import ScratchBackend, ScratchMemory
+from cortex_agents.scratch import MEMORY_TOOL_NAME, ScratchBackend, ScratchMemory, make_memory_tool
 from cortex_agents.scratch.paths import MAX_DEPTH, MAX_PATH_CHARS, MAX_SEGMENT_CHARS
 
 # (path, a fragment of the rule it must be rejected with)
@@ -80,17 +85,19 @@ PREFIX_TRICKS = [
     ("/a\\b", "backslash"),
     ("/a\\..\\b", "backslash"),
     ("file:///a", "must be absolute"),
-    ("/a:b", "must match `[A-Za-z0-9_ -]+`"),
-    ("/a.b", "must match `[A-Za-z0-9_ -]+`"),
-    ("/.hidden", "must match `[A-Za-z0-9_ -]+`"),
-    ("/a/b.", "must match `[A-Za-z0-9_ -]+`"),
-    ("/*", "must match `[A-Za-z0-9_ -]+`"),
-    ("/a?", "must match `[A-Za-z0-9_ -]+`"),
-    ("/a#b", "must match `[A-Za-z0-9_ -]+`"),
-    ("/a;b", "must match `[A-Za-z0-9_ -]+`"),
-    ("/a|b", "must match `[A-Za-z0-9_ -]+`"),
-    ("/a'b", "must match `[A-Za-z0-9_ -]+`"),
-    ('/a"b', "must match `[A-Za-z0-9_ -]+`"),
+    ("/a:b", "must match `[A-Za-z0-9_ -]+(\\.[A-Za-z0-9_ -]+)*`"),
+    ("/.hidden", "must not start or end with `.`"),
+    ("/a/b.", "must not start or end with `.`"),
+    ("/memories/.notes.md", "must not start or end with `.`"),
+    ("/notes.md./x", "must not start or end with `.`"),
+    ("/a/ .md", "start or end with a space"),
+    ("/*", "must match `[A-Za-z0-9_ -]+(\\.[A-Za-z0-9_ -]+)*`"),
+    ("/a?", "must match `[A-Za-z0-9_ -]+(\\.[A-Za-z0-9_ -]+)*`"),
+    ("/a#b", "must match `[A-Za-z0-9_ -]+(\\.[A-Za-z0-9_ -]+)*`"),
+    ("/a;b", "must match `[A-Za-z0-9_ -]+(\\.[A-Za-z0-9_ -]+)*`"),
+    ("/a|b", "must match `[A-Za-z0-9_ -]+(\\.[A-Za-z0-9_ -]+)*`"),
+    ("/a'b", "must match `[A-Za-z0-9_ -]+(\\.[A-Za-z0-9_ -]+)*`"),
+    ('/a"b', "must match `[A-Za-z0-9_ -]+(\\.[A-Za-z0-9_ -]+)*`"),
     ("/a/ b", "start or end with a space"),
     ("/a /b", "start or end with a space"),
     ("/a/b ", "start or end with a space"),
@@ -105,6 +112,8 @@ LIMITS = [
 ]
 # The root names no file: every command but `list` refuses it.
 ROOT_FOR_FILES = [("/", "root directory"), ("//", "root directory"), ("///", "root directory")]
+
+TOOL = make_memory_tool()
 
 CORPUS = TRAVERSAL + ENCODED + UNICODE + CONTROL + PREFIX_TRICKS + LIMITS + ROOT_FOR_FILES
 
@@ -135,3 +144,33 @@ def node_memory(backend: ScratchBackend, node_id: str) -> ScratchMemory:
 def thread_memory(backend: ScratchBackend, node_id: str, thread_id: str) -> ScratchMemory:
     """The node's memory for one thread."""
     return backend.bind(node_id, scope="per_thread", thread_id=thread_id)
+
+
+def call_tool(memory: ScratchMemory | None, **args: Any) -> ToolMessage:
+    """Run the `memory` tool on ``memory`` as ToolNode would, with a hand-built runtime."""
+    runtime = ToolRuntime(
+        state={},
+        context={"scratch": memory},
+        config={},
+        stream_writer=lambda _: None,
+        tool_call_id="call-1",
+        store=None,
+    )
+    result = TOOL.invoke(
+        {
+            "type": "tool_call",
+            "name": MEMORY_TOOL_NAME,
+            "args": {**args, "runtime": runtime},
+            "id": "call-1",
+        }
+    )
+    assert isinstance(result, ToolMessage) and result.tool_call_id == "call-1"
+    return result
+
+
+def tool_error(message: ToolMessage) -> dict:
+    """The ``{"code", "message"}`` of a tool error; fails when the call succeeded."""
+    assert message.status == "error", message.content
+    payload = json.loads(message.content)
+    assert set(payload) == {"error"} and set(payload["error"]) == {"code", "message"}
+    return payload["error"]

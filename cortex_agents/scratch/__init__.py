@@ -13,7 +13,11 @@ Modules:
   :class:`ScratchBackend` (a store and its write guard) on a database.
 - :mod:`~cortex_agents.scratch.store`: :class:`ScratchBackend` and
   :class:`ScratchMemory`, one node's memory in one scope (``global`` or
-  ``per_thread``) with ``read``, ``list``, ``append``, ``update`` and ``delete``.
+  ``per_thread``) with ``read``, ``list``, ``append``, ``update`` and
+  ``delete``, and the file-memory commands ``create``, ``str_replace``,
+  ``insert`` and ``rename``.
+- :mod:`~cortex_agents.scratch.edits`: what a line is, for ``view``,
+  ``insert`` and ``str_replace``.
 - :mod:`~cortex_agents.scratch.atomic`: :class:`WriteGuard` and the guards
   that make read-modify-write atomic on InMemory, SQLite and Postgres stores.
 - :mod:`~cortex_agents.scratch.paths`: what a valid path is.

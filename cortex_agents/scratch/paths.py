@@ -16,12 +16,16 @@ specific rule:
 4. it starts with ``/``;
 5. the root ``/`` alone is accepted only where the caller allows it (``list``);
 6. at most :data:`MAX_DEPTH` segments, each at most :data:`MAX_SEGMENT_CHARS`
-   characters, not starting or ending with a space, and matching
+   characters, not starting or ending with a space or a ``.``, and matching
    :data:`SEGMENT_PATTERN` with :func:`re.fullmatch` (``re.match`` with ``$``
    would let a trailing newline through).
 
-The store keys a file by its normal form itself, so ``/a.b`` (refused anyway:
-``.`` is not a segment character) and ``/a/b`` can never share a key.
+A ``.`` may stand between other characters of a segment, so file names with
+an extension (``/memories/notes.md``, ``/v1.2/plan.txt``) are paths; a
+leading ``.`` (hidden files, ``.`` and ``..``) and a trailing one are not.
+The store keys a file by its normal form itself, never by a dotted form, so
+``/a.b`` (a file named ``a.b``) and ``/a/b`` (a file ``b`` in directory
+``a``) are different paths with different keys and can exist side by side.
 """
 
 from __future__ import annotations
@@ -51,12 +55,14 @@ MAX_SEGMENT_CHARS: Final = 64
 MAX_DEPTH: Final = 16
 """Most segments in one path."""
 
-SEGMENT_PATTERN: Final = "[A-Za-z0-9_ -]+"
-"""Every segment must match this, in full. ASCII by construction: no ``\\w``."""
+SEGMENT_PATTERN: Final = r"[A-Za-z0-9_ -]+(\.[A-Za-z0-9_ -]+)*"
+"""Every segment must match this, in full: ASCII letters, digits, ``_``, space and
+``-``, with single dots between them (``notes.md``). ASCII by construction: no ``\\w``."""
 
 _SEGMENT_RE: Final = re.compile(SEGMENT_PATTERN)
 _ALLOWED_SEGMENT: Final = (
-    f"segments must match `{SEGMENT_PATTERN}` (ASCII letters, digits, `_`, space, `-`)"
+    f"segments must match `{SEGMENT_PATTERN}` (ASCII letters, digits, `_`, space, `-`, "
+    "and `.` between them, as in `notes.md`)"
 )
 _ROOT_RULE: Final = (
     "`/` is the root directory, which only `list` accepts; name a file or directory "
@@ -79,6 +85,11 @@ def _segment_rule(segment: str) -> str | None:
         return f"segment {segment!r} is not allowed: there is no `.` or `..` navigation"
     if segment != segment.strip(" "):
         return f"segment {segment!r} must not start or end with a space"
+    if segment.startswith(".") or segment.endswith("."):
+        return (
+            f"segment {segment!r} must not start or end with `.`; a dot goes between "
+            "other characters, as in `notes.md`"
+        )
     if _SEGMENT_RE.fullmatch(segment) is None:
         return f"segment {segment!r} is not allowed: {_ALLOWED_SEGMENT}"
     return None

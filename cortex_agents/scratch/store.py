@@ -31,11 +31,20 @@ Binding. A :class:`ScratchBackend` pairs the store with the one
 Writes run under that guard, so they are atomic under concurrent writers in
 several threads and processes.
 
+Commands. The seed's ``read``, ``list``, ``append``, ``update`` (every
+occurrence, returns the count) and ``delete``; and the file-memory commands
+models are trained on: ``create`` (write a whole file), ``str_replace`` (the
+one occurrence: 0 or several is an error naming the count), ``insert`` (at a
+line number, as :mod:`~cortex_agents.scratch.edits` counts lines) and
+``rename`` (a file or a directory, within this scope, in one store write).
+``view`` is the tool's: ``read`` with line numbers, or ``list``.
+
 Cost. The store API has no key-prefix query and no projection, so listing,
-rendering, directory deletes, new-file appends and the error of a missing
-path read every item of the namespace with its content: at most
+rendering, directory deletes, renames, creating a file and the error of a
+missing path read every item of the namespace with its content: at most
 :data:`MAX_FILES` x :data:`MAX_FILE_CHARS` characters. ``read`` of an
-existing file, ``update`` and appends to an existing file read one item, and
+existing file, ``update``, ``str_replace``, ``insert``, and appends to or
+overwrites of an existing file read one item, and
 :meth:`ScratchMemory.is_empty` at most one.
 """
 
@@ -49,6 +58,7 @@ from langgraph.store.base import BaseStore, Item, PutOp
 
 from cortex_agents.errors import (
     InvalidArgument,
+    InvalidMemoryPath,
     MemoryIsADirectory,
     MemoryNotADirectory,
     MemoryNotFound,
@@ -56,7 +66,8 @@ from cortex_agents.errors import (
     StorageError,
 )
 from cortex_agents.scratch.atomic import WriteGuard, guard_for
-from cortex_agents.scratch.paths import MemoryPath, parse_path
+from cortex_agents.scratch.edits import insert_lines, replace_once
+from cortex_agents.scratch.paths import MAX_PATH_CHARS, MemoryPath, parse_path
 from cortex_agents.scratch.tree import MemoryFile, TreeNode, build_tree
 
 __all__ = [
@@ -174,6 +185,21 @@ def _content(item: Item) -> str:
             "wrote it",
         )
     return content
+
+
+def _scan_namespace(store: BaseStore, namespace: tuple[str, ...]) -> dict[str, str]:
+    """Every file of ``namespace`` read through ``store``: path -> content."""
+    page = MAX_FILES + 1
+    found: dict[str, str] = {}
+    offset = 0
+    while True:
+        items = store.search(namespace, limit=page, offset=offset)
+        for item in items:
+            if tuple(item.namespace) == namespace:
+                found[item.key] = _content(item)
+        if len(items) < page:
+            return found
+        offset += len(items)
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,17 +372,7 @@ class ScratchMemory:
         with self.guard.hold(self.namespace) as store:
             item = store.get(self.namespace, where.text)
             if item is None:
-                files = self._scan(store)
-                error = self._absent(where, path, files)
-                if not isinstance(error, MemoryNotFound):
-                    raise error
-                if len(files) >= MAX_FILES:
-                    raise InvalidArgument(
-                        "path",
-                        f"would be a new file, but this memory already holds {len(files)} files "
-                        f"(the limit is {MAX_FILES}); append to an existing file or delete one",
-                        path,
-                    )
+                self._check_new_file(store, where, path)
                 current = ""
             else:
                 current = _content(item)
@@ -430,7 +446,198 @@ class ScratchMemory:
             store.batch([PutOp(self.namespace, key, None) for key in below])
             return len(below)
 
+    def create(self, path: str, text: str) -> bool:
+        """Write ``text`` as the whole content of the file at ``path``, creating it if needed.
+
+        Returns:
+            True when the file is new, False when an existing file was overwritten.
+
+        Raises:
+            InvalidMemoryPath: ``path`` is invalid or the root.
+            InvalidArgument: ``text`` is not storable (it may be empty), or a
+                new file would exceed :data:`MAX_FILES`.
+            MemoryIsADirectory: ``path`` is a directory.
+            MemoryNotADirectory: a directory above ``path`` is a file.
+        """
+        where = parse_path(path)
+        _check_text("file_text", text, allow_empty=True)
+        with self.guard.hold(self.namespace) as store:
+            exists = store.get(self.namespace, where.text) is not None
+            if not exists:
+                self._check_new_file(store, where, path)
+            store.put(self.namespace, where.text, {"content": text}, index=False)
+            return not exists
+
+    def str_replace(self, path: str, old_str: str, new_str: str) -> int:
+        """Replace the one occurrence of ``old_str`` in the file at ``path`` with ``new_str``.
+
+        Unlike :meth:`update`, which replaces every occurrence, ``old_str``
+        must occur exactly once; otherwise nothing is written.
+
+        Returns:
+            The file's length in characters afterwards.
+
+        Raises:
+            InvalidMemoryPath: ``path`` is invalid or the root.
+            InvalidArgument: ``old_str`` is empty or occurs 0 or several times
+                (the message gives the count), a text is not storable, or the
+                file would exceed :data:`MAX_FILE_CHARS`.
+            MemoryNotFound, MemoryIsADirectory, MemoryNotADirectory: as named.
+        """
+        where = parse_path(path)
+        _check_text("old_str", old_str, allow_empty=False)
+        _check_text("new_str", new_str, allow_empty=True)
+        with self.guard.hold(self.namespace) as store:
+            current = self._file(store, where, path)
+            updated = replace_once(current, old_str, new_str, path=where.text)
+            return self._rewrite(store, where, updated, "new_str", new_str)
+
+    def insert(self, path: str, insert_line: int, insert_text: str) -> int:
+        """Insert ``insert_text`` after line ``insert_line`` of the file at ``path``.
+
+        Lines are counted as :mod:`~cortex_agents.scratch.edits` describes:
+        0 inserts at the top, the file's line count at the end.
+
+        Returns:
+            The file's length in characters afterwards.
+
+        Raises:
+            InvalidMemoryPath: ``path`` is invalid or the root.
+            InvalidArgument: ``insert_line`` is out of range, ``insert_text``
+                is empty or not storable, or the file would exceed
+                :data:`MAX_FILE_CHARS`.
+            MemoryNotFound, MemoryIsADirectory, MemoryNotADirectory: as named.
+        """
+        where = parse_path(path)
+        _check_text("insert_text", insert_text, allow_empty=False)
+        with self.guard.hold(self.namespace) as store:
+            current = self._file(store, where, path)
+            updated = insert_lines(current, insert_line, insert_text, path=where.text)
+            return self._rewrite(store, where, updated, "insert_text", insert_text)
+
+    def rename(self, old_path: str, new_path: str) -> int:
+        """Move the file or directory at ``old_path`` to ``new_path``, in this scope.
+
+        Everything moves in one store write (one ``batch``), so readers see
+        the memory before or after the move, never half of it. A memory is
+        one scope: there is no path naming another scope's file, and
+        ``old_path`` that only the node's ``global`` memory holds (which a
+        prompt may show when this thread's memory is empty) is refused.
+
+        Returns:
+            How many files moved.
+
+        Raises:
+            InvalidMemoryPath: a path is invalid or the root, or a moved
+                file's new path would break a path rule (too deep or too long).
+            InvalidArgument: ``new_path`` exists, is ``old_path`` or lies
+                below it, or ``old_path`` is in another scope.
+            MemoryNotFound: nothing is at ``old_path``.
+            MemoryNotADirectory: a directory above ``new_path`` is a file.
+        """
+        source = parse_path(old_path)
+        target = parse_path(new_path)
+        if target == source or target.text.startswith(source.child_prefix()):
+            raise InvalidArgument(
+                "new_path",
+                f"must not be {source.text!r} itself or lie below it; choose a path outside it",
+                new_path,
+            )
+        with self.guard.hold(self.namespace) as store:
+            files = self._scan(store)
+            if source.text in files:
+                moved = {source.text: target.text}
+            else:
+                prefix = source.child_prefix()
+                moved = {
+                    key: target.text + key[len(source.text) :]
+                    for key in sorted(files)
+                    if key.startswith(prefix)
+                }
+            if not moved:
+                raise self._missing_source(store, source, old_path, files)
+            self._check_target(target, new_path, files)
+            for key in moved.values():
+                if len(key) > MAX_PATH_CHARS:
+                    raise InvalidMemoryPath(
+                        key, f"is {len(key)} characters long; the limit is {MAX_PATH_CHARS}"
+                    )
+                MemoryPath(tuple(key[1:].split("/")))  # depth and segments
+            ops = [
+                PutOp(self.namespace, new, {"content": files[old]}, index=False)
+                for old, new in moved.items()
+            ]
+            ops += [PutOp(self.namespace, old, None) for old in moved]
+            store.batch(ops)
+            return len(moved)
+
     # -- helpers ---------------------------------------------------------------
+
+    def _file(self, store: BaseStore, where: MemoryPath, given: str) -> str:
+        """The content of the file at ``where``, read through ``store``; raises when it is none."""
+        item = store.get(self.namespace, where.text)
+        if item is None:
+            raise self._absent(where, given, self._scan(store))
+        return _content(item)
+
+    def _rewrite(
+        self, store: BaseStore, where: MemoryPath, updated: str, field_name: str, given: str
+    ) -> int:
+        """Store ``updated`` as the file's content after checking its size; its length."""
+        if len(updated) > MAX_FILE_CHARS:
+            raise InvalidArgument(
+                field_name,
+                f"would make {where.text!r} {len(updated)} characters long; "
+                f"a file holds at most {MAX_FILE_CHARS}",
+                shorten(given),
+            )
+        store.put(self.namespace, where.text, {"content": updated}, index=False)
+        return len(updated)
+
+    def _check_new_file(self, store: BaseStore, where: MemoryPath, given: str) -> None:
+        """Raise unless a new file may be created at ``where`` (nothing there, room left)."""
+        files = self._scan(store)
+        error = self._absent(where, given, files)
+        if not isinstance(error, MemoryNotFound):
+            raise error
+        if len(files) >= MAX_FILES:
+            raise InvalidArgument(
+                "path",
+                f"would be a new file, but this memory already holds {len(files)} files "
+                f"(the limit is {MAX_FILES}); write to an existing file or delete one",
+                given,
+            )
+
+    def _missing_source(
+        self, store: BaseStore, source: MemoryPath, given: str, files: Mapping[str, str]
+    ) -> ScratchMemoryError | InvalidArgument:
+        """Why ``rename`` has nothing to move at ``source``; reads through the guarded ``store``."""
+        if self.scope == "per_thread":
+            shared = _scan_namespace(store, self.global_view().namespace)
+            if source.text in shared or any(k.startswith(source.child_prefix()) for k in shared):
+                return InvalidArgument(
+                    "old_path",
+                    f"is in this node's `global` memory, not in this thread's `per_thread` "
+                    f"memory; `rename` moves files within one scope and cannot move "
+                    f"{source.text!r} out of another",
+                    given,
+                )
+        return self._absent(source, given, files)
+
+    @staticmethod
+    def _check_target(target: MemoryPath, given: str, files: Mapping[str, str]) -> None:
+        """Raise unless ``target`` is free: no file or directory there, no file above it."""
+        if target.text in files or any(key.startswith(target.child_prefix()) for key in files):
+            raise InvalidArgument(
+                "new_path",
+                f"already exists: {target.text!r} is a "
+                f"{'file' if target.text in files else 'directory'}; `rename` does not "
+                "overwrite, so delete it first or choose another path",
+                given,
+            )
+        for ancestor in target.ancestors:
+            if ancestor.text in files:
+                raise MemoryNotADirectory(given, ancestor.text)
 
     def _collect(self, where: MemoryPath, given: object) -> tuple[MemoryFile, ...]:
         files = self._scan(self.store)
@@ -446,17 +653,7 @@ class ScratchMemory:
 
     def _scan(self, store: BaseStore) -> dict[str, str]:
         """Every file of the namespace: path -> content."""
-        page = MAX_FILES + 1
-        found: dict[str, str] = {}
-        offset = 0
-        while True:
-            items = store.search(self.namespace, limit=page, offset=offset)
-            for item in items:
-                if tuple(item.namespace) == self.namespace:
-                    found[item.key] = _content(item)
-            if len(items) < page:
-                return found
-            offset += len(items)
+        return _scan_namespace(store, self.namespace)
 
     @staticmethod
     def _absent(where: MemoryPath, given: object, files: Mapping[str, str]) -> ScratchMemoryError:

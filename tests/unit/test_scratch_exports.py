@@ -39,16 +39,28 @@ def test_public_names_are_pinned():
 
 
 def test_every_module_exports_only_what_it_defines():
-    from cortex_agents.scratch import atomic, backends, connector, tree
+    from cortex_agents.scratch import atomic, backends, connector, edits, tree
 
-    for module in (atomic, backends, connector, paths, store, tool, tree):
+    for module in (atomic, backends, connector, edits, paths, store, tool, tree):
         for name in module.__all__:
             assert hasattr(module, name), f"{module.__name__}.{name}"
 
 
 def test_documented_values():
     assert scratch.MEMORY_TOOL_NAME == "memory"
-    assert tool.COMMANDS == ("read", "list", "append", "update", "delete")
+    assert tool.COMMANDS == (
+        "read",
+        "list",
+        "append",
+        "update",
+        "delete",
+        "view",
+        "create",
+        "str_replace",
+        "insert",
+        "rename",
+    )
+    assert set(tool.COMMANDS) == set(tool.ARGUMENTS) == {*tool.SEED_COMMANDS, *tool.FILE_COMMANDS}
     assert scratch.SCRATCH_SCOPES == ("global", "per_thread")
     assert scratch.PLACEMENTS == ("after_system", "last_message")
     assert scratch.CONTENT_MODES == ("tree", "full")

@@ -86,7 +86,9 @@ def test_non_ascii_that_isalnum_and_backslash_w_accept_is_rejected(text):
 
 def test_memory_path_cannot_be_built_invalid():
     with pytest.raises(InvalidMemoryPath, match="must match"):
-        MemoryPath(("a.b",))
+        MemoryPath(("a:b",))
+    with pytest.raises(InvalidMemoryPath, match=r"must not start or end with `\.`"):
+        MemoryPath((".b",))
     with pytest.raises(InvalidMemoryPath, match="levels deep"):
         MemoryPath(("a",) * (MAX_DEPTH + 1))
 
@@ -117,7 +119,25 @@ def test_non_string_paths_are_rejected(raw):
         parse_path(raw)
 
 
-VALID_TEXT = re.compile(r"/|(/[A-Za-z0-9_-]([A-Za-z0-9_ -]*[A-Za-z0-9_-])?)+")
+# A segment: no space or dot at either end, single dots only between other characters.
+_SEGMENT = r"[A-Za-z0-9_-]([A-Za-z0-9_ -]*[A-Za-z0-9_-])?"
+_DOTTED = rf"{_SEGMENT}|[A-Za-z0-9_-][A-Za-z0-9_ .-]*[A-Za-z0-9_-]"
+VALID_TEXT = re.compile(rf"/|(/({_DOTTED}))+")
+
+
+@pytest.mark.parametrize(
+    ("raw", "segments"),
+    [
+        ("/memories/notes.md", ("memories", "notes.md")),
+        ("/a.b", ("a.b",)),
+        ("/v1.2/archive.tar.gz", ("v1.2", "archive.tar.gz")),
+        ("//memories//todo list.txt/", ("memories", "todo list.txt")),
+    ],
+)
+def test_file_names_with_an_extension_are_paths(raw, segments):
+    path = parse_path(raw)
+    assert path.segments == segments
+    assert path.text == "/" + "/".join(segments) and parse_path(path.text) == path
 
 
 @settings(max_examples=500, deadline=None)
@@ -135,8 +155,10 @@ def test_any_string_is_rejected_or_normalised_to_a_valid_path(raw):
     assert VALID_TEXT.fullmatch(path.text)
     assert len(path.segments) <= MAX_DEPTH
     assert parse_path(path.text, allow_root=True) == path
-    # Normalisation only removes slashes.
+    # Normalisation only removes slashes; no segment starts or ends with a dot, none holds `..`.
     assert path.text.replace("/", "") == raw.replace("/", "")
+    assert all(not s.startswith(".") and not s.endswith(".") for s in path.segments)
+    assert ".." not in path.text
 
 
 @settings(max_examples=300, deadline=None)

@@ -14,7 +14,7 @@ from langgraph.prebuilt import ToolNode, ToolRuntime
 
 from cortex_agents.scratch import MEMORY_TOOL_NAME, ScratchBackend, make_memory_tool
 from cortex_agents.scratch.store import MAX_FILE_CHARS
-from cortex_agents.scratch.tool import COMMANDS
+from cortex_agents.scratch.tool import ARGUMENTS, COMMANDS
 from tests.scratch_support import CORPUS, RecordingStore, everything, node_memory, thread_memory
 
 CODES = {
@@ -96,11 +96,30 @@ def test_the_model_sees_one_bounded_schema_without_the_runtime():
     spec = convert_to_openai_tool(TOOL)["function"]
     assert spec["name"] == "memory"
     parameters = spec["parameters"]
-    assert set(parameters["properties"]) == {"command", "path", "content", "old", "new"}
-    assert parameters["required"] == ["command", "path"]
+    assert set(parameters["properties"]) == {
+        "command",
+        "path",
+        "content",
+        "old",
+        "new",
+        "view_range",
+        "file_text",
+        "old_str",
+        "new_str",
+        "insert_line",
+        "insert_text",
+        "old_path",
+        "new_path",
+    }
+    # `rename` takes old_path/new_path instead of path, so only `command` is required for all.
+    assert parameters["required"] == ["command"]
     assert parameters["properties"]["command"]["enum"] == list(COMMANDS)
-    assert parameters["properties"]["path"]["maxLength"] == 2048
-    assert parameters["properties"]["content"]["anyOf"][0]["maxLength"] == MAX_FILE_CHARS
+    for name in ("path", "old_path", "new_path"):
+        assert parameters["properties"][name]["anyOf"][0]["maxLength"] == 2048
+    for name in ("content", "old", "new", "file_text", "old_str", "new_str", "insert_text"):
+        assert parameters["properties"][name]["anyOf"][0]["maxLength"] == MAX_FILE_CHARS
+    assert parameters["properties"]["view_range"]["anyOf"][0]["minItems"] == 2
+    assert parameters["properties"]["insert_line"]["anyOf"][0]["minimum"] == 0
     assert "runtime" not in json.dumps(parameters)
 
 
@@ -157,7 +176,7 @@ def test_null_arguments_the_command_does_not_use_are_accepted(memory):
         ({"command": "append", "path": "/x", "content": "a\x00"}, "invalid_argument", "NUL"),
         ({"command": "erase", "path": "/x"}, "invalid_argument", "`command`"),
         ({"path": "/x"}, "invalid_argument", "`command`: Field required"),
-        ({"command": "read"}, "invalid_argument", "`path`: Field required"),
+        ({"command": "read"}, "invalid_argument", "`path` is required by command 'read'"),
         (
             {"command": "read", "path": 7},
             "invalid_argument",
@@ -318,9 +337,24 @@ ANY_VALUE = st.one_of(
 TEXT = st.text(max_size=20) | st.sampled_from(
     ["\ud800", "a\x00b", "y" * (MAX_FILE_CHARS + 1), "", "t", "check", "the"]
 )
-GOOD_PATHS = st.sampled_from(["/notes/todo", "/notes", "/", "/new", "/notes/todo/x", "//notes/"])
+GOOD_PATHS = st.sampled_from(
+    ["/notes/todo", "/notes", "/", "/new", "/notes/todo/x", "//notes/", "/memories/notes.md"]
+)
 PATHS = GOOD_PATHS | GOOD_PATHS | st.sampled_from([raw for raw, _ in CORPUS])
-NEEDS = {"append": ("content",), "update": ("old", "new")}
+LINES = st.integers(min_value=-2, max_value=4) | ANY_VALUE
+RANGES = st.lists(st.integers(min_value=-2, max_value=4), min_size=0, max_size=3) | ANY_VALUE
+ARGUMENT_NAMES = sorted({name for pair in ARGUMENTS.values() for group in pair for name in group})
+
+
+def value_for(draw, name: str) -> Any:
+    """A plausible (often wrong) value for argument ``name``."""
+    if name in {"path", "old_path", "new_path"}:
+        return draw(PATHS)
+    if name == "insert_line":
+        return draw(LINES)
+    if name == "view_range":
+        return draw(RANGES)
+    return draw(TEXT)
 
 
 def often(draw, tenths: int) -> bool:
@@ -334,14 +368,14 @@ def model_args(draw) -> dict:
     args: dict[str, Any] = {}
     if often(draw, 9):
         args["command"] = draw(st.sampled_from(COMMANDS) if often(draw, 8) else ANY_VALUE)
-    if often(draw, 9):
-        args["path"] = draw(PATHS if often(draw, 8) else ANY_VALUE)
     command = args.get("command")
-    needed = NEEDS.get(command, ()) if isinstance(command, str) else ()
-    for name in ("content", "old", "new"):
-        if name in needed and often(draw, 9):
-            args[name] = draw(TEXT if often(draw, 8) else ANY_VALUE)
-        elif name not in needed and not often(draw, 9):
+    required, optional = ARGUMENTS.get(command, ((), ())) if isinstance(command, str) else ((), ())
+    for name in ARGUMENT_NAMES:
+        if name in required and often(draw, 9):
+            args[name] = value_for(draw, name) if often(draw, 8) else draw(ANY_VALUE)
+        elif name in optional and often(draw, 5):
+            args[name] = value_for(draw, name)
+        elif name not in required and not often(draw, 9):
             args[name] = draw(ANY_VALUE)
     if not often(draw, 9):
         args["extra"] = draw(ANY_VALUE)
@@ -352,9 +386,17 @@ def model_args(draw) -> dict:
 def well_formed_args(draw) -> dict:
     """Well-formed calls with drawn paths and texts: every command, every outcome."""
     command = draw(st.sampled_from(COMMANDS))
-    args = {"command": command, "path": draw(PATHS if often(draw, 3) else GOOD_PATHS)}
-    for name in NEEDS.get(command, ()):
-        args[name] = draw(TEXT)
+    required, optional = ARGUMENTS[command]
+    args: dict[str, Any] = {"command": command}
+    for name in required:
+        if name in {"path", "old_path", "new_path"}:
+            args[name] = draw(PATHS if often(draw, 3) else GOOD_PATHS)
+        elif name == "insert_line":
+            args[name] = draw(st.integers(min_value=0, max_value=3))
+        else:
+            args[name] = draw(TEXT)
+    if optional and often(draw, 3):
+        args["view_range"] = draw(st.sampled_from([[1, 1], [1, -1], [2, 2], [0, 1]]))
     return args
 
 
@@ -371,10 +413,16 @@ def check_outcome(args: dict) -> None:
         return
     event(f"success {args['command']}")
     assert args.get("command") in COMMANDS
-    if args["command"] in {"read", "list"}:
+    if args["command"] in {"read", "list", "view"}:
         assert len(store.puts) == writes
     if args["command"] == "append":
         assert memory.read(args["path"]).endswith(args["content"])
+    if args["command"] == "create":
+        assert memory.read(args["path"]) == args["file_text"]
+    if args["command"] == "str_replace":
+        assert before[(memory.namespace, "/notes/todo")]["content"].count(args["old_str"]) == 1
+    if args["command"] == "rename":
+        assert len(everything(store)) == len(before)  # moved, not copied
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
