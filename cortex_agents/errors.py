@@ -7,6 +7,8 @@ working for callers who do not know this tree::
     CortexError
     ├── InvalidArgument(ValueError)      a value broke a documented rule (.field, .rule, .value)
     ├── UnknownPreset(LookupError)       a preset name the registry does not hold (.name, .known)
+    ├── UnknownScorer(LookupError)       a scorer name the registry does not hold (.name, .known)
+    ├── ScorerUnavailable(RuntimeError)  a registered scorer cannot load (.name, .reason, .install)
     ├── UnknownNode(LookupError)         a node id the snapshot does not hold (.node_id)
     ├── CycleError(ValueError)           a relation that must be acyclic is not (.cycle)
     ├── InvalidSnapshot(ValueError)      a snapshot file or value broke the format (.problems)
@@ -50,9 +52,11 @@ __all__ = [
     "RunFailed",
     "ScratchMemoryError",
     "StorageError",
+    "ScorerUnavailable",
     "ThreadBusy",
     "UnknownNode",
     "UnknownPreset",
+    "UnknownScorer",
 ]
 
 
@@ -99,6 +103,46 @@ class UnknownPreset(CortexError, LookupError):
 
     def __str__(self) -> str:  # LookupError would otherwise repr() the message
         return str(self.args[0])
+
+
+class UnknownScorer(CortexError, LookupError):
+    """A semantic scorer name that the scorer registry does not hold.
+
+    Attributes:
+        name: The requested name.
+        known: The names the registry does hold, sorted.
+    """
+
+    code = "unknown_scorer"
+
+    def __init__(self, name: str, known: Sequence[str]) -> None:
+        self.name = name
+        self.known = tuple(known)
+        super().__init__(
+            f"unknown scorer {name!r}; known scorers: {', '.join(map(repr, self.known))}"
+        )
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class ScorerUnavailable(CortexError, RuntimeError):
+    """A registered semantic scorer cannot be loaded (a package is missing, a file is corrupt).
+
+    Attributes:
+        name: The scorer's registered name.
+        reason: What went wrong while loading it.
+        install: How to make it loadable, e.g. ``pip install 'cortex-agents[minilm]'``.
+    """
+
+    code = "scorer_unavailable"
+
+    def __init__(self, name: str, reason: str, install: str = "") -> None:
+        self.name = name
+        self.reason = reason
+        self.install = install
+        hint = f"; install it with: {install}" if install else ""
+        super().__init__(f"scorer {name!r} cannot be loaded: {reason}{hint}")
 
 
 class UnknownNode(CortexError, LookupError):

@@ -19,7 +19,6 @@ from cortex_agents.memory import (
     GraphPrior,
     Match,
     MemoryHandle,
-    Query,
     Scope,
     Weights,
 )
@@ -114,6 +113,12 @@ def query(
     max_distance: Annotated[int | None, typer.Option(min=1, help="Hop cut.")] = None,
     limit: Annotated[int | None, typer.Option(min=1, help="Matches kept after sorting.")] = None,
     text: Annotated[str | None, typer.Option(help="Query text for the semantic axis.")] = None,
+    scorer: Annotated[
+        str | None,
+        typer.Option(
+            help="Semantic scorer: jaccard, wordllama, minilm, hybrid (default: the preset's)."
+        ),
+    ] = None,
     routing_key: Annotated[str | None, typer.Option(help="Keep this routing key only.")] = None,
     kind: Annotated[
         list[str] | None, typer.Option(help="Keep these stage kinds (repeatable).")
@@ -162,9 +167,14 @@ def query(
             overrides["weights"] = parse_weights(weights, base.weights)
         spec = dataclasses.replace(base, **{k: v for k, v in overrides.items() if v is not None})
         handle = MemoryHandle(document.to_memory_snapshot(), origin)
+        kinds = frozenset(kind) if kind else None
         matches = handle.query(
-            spec, Query(text=text, routing_key=routing_key, kinds=frozenset(kind) if kind else None)
+            spec,
+            BUILTIN_PRESETS.query(
+                preset, text=text, routing_key=routing_key, scorer=scorer, kinds=kinds
+            ),
         )
+        scorer_name = scorer or BUILTIN_PRESETS.resolve(preset).scorer
     if as_json:
         rows = [
             {
@@ -181,6 +191,6 @@ def query(
         return
     title = (
         f"memory of {origin!r} at {format_timestamp(document.entry_time)} — preset {preset}, "
-        f"{spec.direction}, {spec.prior}, weights {spec.weights.as_dict()}"
+        f"{spec.direction}, {spec.prior}, weights {spec.weights.as_dict()}, scorer {scorer_name}"
     )
     _render(matches, title)

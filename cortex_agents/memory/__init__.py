@@ -6,6 +6,14 @@ definition) and :func:`query_vectorised` (numpy/scipy, what users run);
 they agree to the last bit.
 """
 
+from cortex_agents.memory.embedding import (
+    Embedder,
+    EmbeddingCache,
+    EmbeddingScorer,
+    InMemoryEmbeddingCache,
+    VectorScorer,
+    body_key,
+)
 from cortex_agents.memory.engine import QueryMemo, query_vectorised, rank_vectorised
 from cortex_agents.memory.extract import (
     ExtractedFields,
@@ -19,6 +27,13 @@ from cortex_agents.memory.influence import DEFAULT_ALPHA, canonical_order, dag_r
 from cortex_agents.memory.match import Match, Ranking
 from cortex_agents.memory.presets import BUILTIN_PRESETS, Preset, PresetRegistry
 from cortex_agents.memory.reference import query_reference
+from cortex_agents.memory.scorers import (
+    BUILTIN_SCORERS,
+    DEFAULT_SCORER,
+    Blend,
+    ScorerEntry,
+    ScorerRegistry,
+)
 from cortex_agents.memory.scoring import composite_score, hop_decay, temporal_axis
 from cortex_agents.memory.semantic import SemanticScorer, TokenJaccard, token_jaccard, tokenize
 from cortex_agents.memory.snapshot import MemorySnapshot
@@ -38,15 +53,22 @@ from cortex_agents.memory.walk import bfs_distance, walk_candidates
 
 __all__ = [
     "BUILTIN_PRESETS",
+    "BUILTIN_SCORERS",
     "DEFAULT_ALPHA",
+    "DEFAULT_SCORER",
     "DIRECTIONS",
     "PRIORS",
     "SCOPES",
+    "Blend",
     "Classic",
     "Direction",
+    "Embedder",
+    "EmbeddingCache",
+    "EmbeddingScorer",
     "ExtractedFields",
     "Extractor",
     "GraphPrior",
+    "InMemoryEmbeddingCache",
     "Match",
     "MemoryHandle",
     "MemorySnapshot",
@@ -57,12 +79,16 @@ __all__ = [
     "QueryMemo",
     "Ranking",
     "Scope",
+    "ScorerEntry",
+    "ScorerRegistry",
     "SemanticScorer",
     "TokenJaccard",
     "Topological",
+    "VectorScorer",
     "WalkSpec",
     "Weights",
     "bfs_distance",
+    "body_key",
     "canonical_order",
     "composite_score",
     "dag_random_walk_influence",

@@ -8,7 +8,10 @@ Same steps, same floats as :mod:`cortex_agents.memory.reference`, but:
   canonical position order. SuperLU's column-oriented forward substitution
   adds each node's predecessor terms in ascending position, which is the
   order the reference defines, so the two agree bit for bit;
-* the Jaccard axis is a ``bincount`` over the query tokens' postings;
+* the Jaccard axis is a ``bincount`` over the query tokens' postings; an
+  embedding scorer's axis is one row-wise product of the cached body matrix
+  with the query's vector; a :class:`~cortex_agents.memory.scorers.Blend`
+  combines its parts, each computed that way;
 * the limit selects the top ``k`` by partition and sorts only those (plus
   every tie at the cut), which returns exactly the first ``k`` of the full
   sort.
@@ -30,8 +33,10 @@ from scipy.sparse.csgraph import breadth_first_order
 from scipy.sparse.linalg import spsolve_triangular
 
 from cortex_agents.errors import UnknownNode
-from cortex_agents.memory.index import IntArray, RelationIndex, SnapshotIndex
+from cortex_agents.memory.embedding import VectorScorer, cosine_axis
+from cortex_agents.memory.index import FieldsIndex, IntArray, RelationIndex, SnapshotIndex
 from cortex_agents.memory.match import Match, Ranking
+from cortex_agents.memory.scorers import Blend
 from cortex_agents.memory.scoring import MICROS_PER_SECOND, clamp_axis
 from cortex_agents.memory.semantic import TokenJaccard, tokenize
 from cortex_agents.memory.snapshot import MemorySnapshot
@@ -210,27 +215,48 @@ def _beyond_boundary(
     return beyond
 
 
+def _jaccard(index: SnapshotIndex, fields: FieldsIndex, text: str, nodes: IntArray) -> FloatArray:
+    vocabulary, postings, counts = fields.tokens
+    wanted = tokenize(text)
+    hit = [postings[vocabulary[t]] for t in wanted if t in vocabulary]
+    shared = np.zeros(index.n, dtype=np.int64)
+    if hit:
+        shared = np.bincount(np.concatenate(hit), minlength=index.n)
+    inter = shared[nodes]
+    union = len(wanted) + counts[nodes] - inter
+    safe = np.where(union > 0, union, 1)
+    return np.where(union > 0, inter / safe, 0.0)
+
+
+def _scorer_axis(
+    index: SnapshotIndex, fields: FieldsIndex, scorer: object, text: str, nodes: IntArray
+) -> FloatArray:
+    """The clamped semantic axis of ``nodes`` under ``scorer``, vectorised where it can be."""
+    if type(scorer) is TokenJaccard:  # exactly ours: a subclass may score differently
+        return _jaccard(index, fields, text, nodes)
+    if isinstance(scorer, Blend):
+        value = np.zeros(len(nodes), dtype=np.float64)
+        for part, weight in scorer.parts:
+            value = value + weight * _scorer_axis(index, fields, part, text, nodes)
+        return value / scorer.total
+    if isinstance(scorer, VectorScorer):
+        matrix = fields.vectors(scorer)
+        query = scorer.query_vector(text)
+        if matrix.shape[1] != query.shape[0]:  # no body or no query text had a vector
+            return np.zeros(len(nodes), dtype=np.float64)
+        return np.minimum(cosine_axis(matrix[nodes], query), 1.0)
+    return np.fromiter(
+        (clamp_axis(scorer(text, fields.bodies[i])) for i in nodes.tolist()),  # type: ignore[operator]
+        np.float64,
+        len(nodes),
+    )
+
+
 def _semantic(index: SnapshotIndex, query: Query, nodes: IntArray) -> FloatArray:
     if not query.text:
         return np.zeros(len(nodes), dtype=np.float64)
     fields = index.fields(query.extractor)
-    if type(query.scorer) is TokenJaccard:  # exactly ours: a subclass may score differently
-        vocabulary, postings, counts = fields.tokens
-        wanted = tokenize(query.text)
-        hit = [postings[vocabulary[t]] for t in wanted if t in vocabulary]
-        shared = np.zeros(index.n, dtype=np.int64)
-        if hit:
-            shared = np.bincount(np.concatenate(hit), minlength=index.n)
-        inter = shared[nodes]
-        union = len(wanted) + counts[nodes] - inter
-        safe = np.where(union > 0, union, 1)
-        return np.where(union > 0, inter / safe, 0.0)
-    text = query.text
-    return np.fromiter(
-        (clamp_axis(query.scorer(text, fields.bodies[i])) for i in nodes.tolist()),
-        np.float64,
-        len(nodes),
-    )
+    return np.clip(_scorer_axis(index, fields, query.scorer, query.text, nodes), 0.0, 1.0)
 
 
 def _clamp(values: FloatArray) -> FloatArray:
@@ -295,6 +321,9 @@ def rank_vectorised(
     if query.kinds is not None:
         wanted = [index.kind_lookup[k] for k in query.kinds if k in index.kind_lookup]
         keep &= np.isin(index.kind_ids[nodes], wanted)
+    if query.exclude_kinds:
+        unwanted = [index.kind_lookup[k] for k in query.exclude_kinds if k in index.kind_lookup]
+        keep &= ~np.isin(index.kind_ids[nodes], unwanted)
     fields = None
     if query.routing_key is not None:
         fields = index.fields(query.extractor)

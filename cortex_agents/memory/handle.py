@@ -70,15 +70,34 @@ class MemoryHandle:
             raise InvalidArgument("origin", "is required when the handle has none", None)
         return rank_vectorised(self.snapshot, start, spec, query, memo=self._memo)
 
-    def recall(self) -> tuple[Match, ...]:
+    def recall(self, text: str | None = None) -> tuple[Match, ...]:
         """The stage's own query, as its declared strategy resolves it.
+
+        Args:
+            text: What the stage is about (a reviewer's focus), for the semantic axis.
 
         Classic stages recall nothing: they see their direct inputs only.
         """
         if not isinstance(self.strategy, Topological):
             return ()
-        spec, query = self.strategy.resolve(self.presets)
+        spec, query = self.strategy.resolve(self.presets, text=text)
         return self.query(spec, query)
+
+    def query_for(
+        self, preset: str, *, text: str | None = None, routing_key: str | None = None
+    ) -> Query:
+        """The :class:`Query` a tool call naming ``preset`` runs in this stage.
+
+        The preset gives the scorer and kind filters; a topological stage that
+        declares ``scorer`` overrides the preset's for every call; the call
+        gives ``text`` and ``routing_key``.
+
+        Raises:
+            UnknownPreset: no such preset.
+            UnknownScorer, ScorerUnavailable: the scorer is not registered or cannot load.
+        """
+        override = self.strategy.scorer if isinstance(self.strategy, Topological) else None
+        return self.presets.query(preset, text=text, routing_key=routing_key, scorer=override)
 
     @property
     def influence_computations(self) -> int:

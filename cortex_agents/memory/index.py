@@ -8,16 +8,18 @@ are the ones :mod:`cortex_agents.memory.influence` defines, which is what
 makes the two engines agree to the last bit.
 
 Per extractor, the index also caches each node's routing key, body text and
-evidence, and — for the default Jaccard scorer — an inverted index of body
-tokens, so a text query costs one ``bincount`` over the query's postings
-instead of tokenising every candidate (DESIGN §9).
+evidence; for the Jaccard scorer an inverted index of body tokens, so a text
+query costs one ``bincount`` over the query's postings instead of tokenising
+every candidate (DESIGN §9); and for each embedding scorer an ``(n, d)``
+matrix of body vectors (filled from the scorer's embedding cache, embedding
+only what it misses), so a query embeds only its own text.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Final
 
@@ -26,6 +28,7 @@ import numpy.typing as npt
 import scipy.sparse as sp
 
 from cortex_agents.errors import CycleError
+from cortex_agents.memory.embedding import Matrix, VectorScorer
 from cortex_agents.memory.extract import ExtractedFields, Extractor
 from cortex_agents.memory.influence import find_cycle
 from cortex_agents.memory.semantic import tokenize
@@ -40,6 +43,7 @@ __all__ = ["FieldsIndex", "RelationIndex", "SnapshotIndex"]
 IntArray = npt.NDArray[np.int64]
 _EMPTY_FIELDS: Final = ExtractedFields(None, "", ())
 _FIELDS_CACHE_SIZE: Final = 8
+_VECTORS_CACHE_SIZE: Final = 4
 
 
 def _longest_path_levels(n: int, src: IntArray, dst: IntArray) -> tuple[IntArray, list[int]]:
@@ -122,6 +126,22 @@ class FieldsIndex:
     routing_lookup: dict[str, int]
     bodies: list[str]
     evidence: list[tuple[str, ...]]
+    _vectors: dict[str, Matrix] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def vectors(self, scorer: VectorScorer) -> Matrix:
+        """The ``(n, d)`` body vectors of ``scorer``, built once per scorer id (up to four kept)."""
+        cached = self._vectors.get(scorer.scorer_id)
+        if cached is not None:
+            return cached
+        with self._lock:
+            cached = self._vectors.get(scorer.scorer_id)
+            if cached is None:
+                cached = scorer.document_matrix(self.bodies)
+                if len(self._vectors) >= _VECTORS_CACHE_SIZE:
+                    self._vectors.pop(next(iter(self._vectors)))
+                self._vectors[scorer.scorer_id] = cached
+        return cached
 
     @cached_property
     def tokens(self) -> tuple[dict[str, int], list[IntArray], IntArray]:

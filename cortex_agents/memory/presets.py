@@ -1,11 +1,9 @@
-"""Named walk specs ("presets") and the open registry that holds them.
+"""Named queries ("presets") and the open registry that holds them.
 
-Built in (DESIGN §5)::
-
-    default    ancestors       graph 1    temporal 1    semantic 1
-    analyst    ancestors       graph 1    temporal 1    semantic 1
-    reviewer   ancestors       graph 1.5  temporal 1    semantic 1
-    planner    bidirectional   graph 1    temporal 1.5  semantic 1
+A preset is a walk spec (direction, weights, prior, limit, ...) plus what the
+query side needs: the name of its semantic scorer and its kind filters. The
+built-in ones are listed in :data:`BUILTIN_PRESETS` (chosen by the retrieval
+harness on its held-out split; see ``tools/eval_retrieval.py``).
 
 A registry is a value: :meth:`PresetRegistry.with_presets` returns a new one,
 so wire authors add presets without touching library code or global state::
@@ -13,6 +11,10 @@ so wire authors add presets without touching library code or global state::
     presets = BUILTIN_PRESETS.with_presets(
         Preset(name="auditor", spec=WalkSpec(direction="bidirectional", limit=5))
     )
+
+It also carries the scorer registry its presets name scorers in
+(:meth:`PresetRegistry.with_scorers`, :meth:`PresetRegistry.with_embedding_cache`),
+so a wire's presets are everything a stage's queries resolve against.
 """
 
 from __future__ import annotations
@@ -23,7 +25,15 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from cortex_agents.errors import InvalidArgument, UnknownPreset
-from cortex_agents.memory.spec import WalkSpec, Weights
+from cortex_agents.memory.embedding import EmbeddingCache
+from cortex_agents.memory.scorers import (
+    BUILTIN_SCORERS,
+    DEFAULT_SCORER,
+    ScorerEntry,
+    ScorerRegistry,
+)
+from cortex_agents.memory.semantic import SemanticScorer
+from cortex_agents.memory.spec import Query, WalkSpec, Weights
 
 __all__ = ["BUILTIN_PRESETS", "Preset", "PresetRegistry"]
 
@@ -38,11 +48,17 @@ class Preset:
         name: Matches ``[A-Za-z0-9_.-]+``, at most 64 characters.
         spec: The walk it stands for.
         description: One line for humans (shown by the CLI and the tool schema).
+        scorer: The name of its semantic scorer in the registry's scorers.
+        kinds: Keep only candidates of these stage kinds (``None``: every kind).
+        exclude_kinds: Drop candidates of these stage kinds.
     """
 
     name: str
     spec: WalkSpec
     description: str = ""
+    scorer: str = DEFAULT_SCORER
+    kinds: frozenset[str] | None = None
+    exclude_kinds: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
@@ -51,20 +67,41 @@ class Preset:
             )
         if not isinstance(self.spec, WalkSpec):
             raise InvalidArgument("preset.spec", "must be a `WalkSpec`", self.spec)
+        if not isinstance(self.scorer, str) or not self.scorer:
+            raise InvalidArgument("preset.scorer", "must be a scorer name", self.scorer)
+        # Query validates the kind filters (a collection of kind names, not one string).
+        probe = Query(kinds=self.kinds, exclude_kinds=self.exclude_kinds)
+        object.__setattr__(self, "kinds", probe.kinds)
+        object.__setattr__(self, "exclude_kinds", probe.exclude_kinds)
 
 
 class PresetRegistry(Mapping[str, Preset]):
-    """An immutable name -> :class:`Preset` mapping."""
+    """An immutable name -> :class:`Preset` mapping, with the scorers its presets name.
 
-    __slots__ = ("_presets",)
+    Args:
+        presets: The presets it holds.
+        scorers: Where preset scorer names resolve (default :data:`BUILTIN_SCORERS`).
+    """
 
-    def __init__(self, presets: Iterable[Preset] = ()) -> None:
+    __slots__ = ("_presets", "_scorers")
+
+    def __init__(
+        self, presets: Iterable[Preset] = (), *, scorers: ScorerRegistry = BUILTIN_SCORERS
+    ) -> None:
         table: dict[str, Preset] = {}
         for preset in presets:
             if preset.name in table:
                 raise InvalidArgument("preset.name", "must be unique in a registry", preset.name)
             table[preset.name] = preset
+        if not isinstance(scorers, ScorerRegistry):
+            raise InvalidArgument("scorers", "must be a `ScorerRegistry`", scorers)
         self._presets = table
+        self._scorers = scorers
+
+    @property
+    def scorers(self) -> ScorerRegistry:
+        """The scorer registry preset scorer names resolve in."""
+        return self._scorers
 
     def __getitem__(self, name: str) -> Preset:
         return self._presets[name]
@@ -94,8 +131,44 @@ class PresetRegistry(Mapping[str, Preset]):
         base = self.resolve(name).spec
         return replace(base, **overrides) if overrides else base
 
+    def scorer(self, name: str, override: str | None = None) -> SemanticScorer:
+        """The loaded scorer of preset ``name`` (or the scorer called ``override``).
+
+        Raises:
+            UnknownPreset: no such preset.
+            UnknownScorer, ScorerUnavailable: its scorer is not registered or cannot load.
+        """
+        return self._scorers.load(override or self.resolve(name).scorer)
+
+    def query(
+        self,
+        name: str,
+        *,
+        text: str | None = None,
+        routing_key: str | None = None,
+        scorer: str | None = None,
+        kinds: frozenset[str] | None = None,
+    ) -> Query:
+        """The :class:`Query` a call naming preset ``name`` runs.
+
+        The preset gives the scorer (unless ``scorer`` names another) and the
+        kind filters (``kinds``, when given, replaces the preset's); the call
+        gives the text and the routing key.
+
+        Raises:
+            UnknownPreset, UnknownScorer, ScorerUnavailable: as :meth:`scorer`.
+        """
+        preset = self.resolve(name)
+        return Query(
+            text=text,
+            routing_key=routing_key,
+            kinds=kinds if kinds is not None else preset.kinds,
+            exclude_kinds=preset.exclude_kinds,
+            scorer=self._scorers.load(scorer or preset.scorer),
+        )
+
     def with_presets(self, *presets: Preset, replace_existing: bool = False) -> PresetRegistry:
-        """A new registry with ``presets`` added.
+        """A new registry with ``presets`` added (and the same scorers).
 
         Raises:
             InvalidArgument: a name already exists and ``replace_existing`` is false.
@@ -107,7 +180,23 @@ class PresetRegistry(Mapping[str, Preset]):
                     "preset.name", "already exists (pass replace_existing=True)", preset.name
                 )
             table[preset.name] = preset
-        return PresetRegistry(table.values())
+        return PresetRegistry(table.values(), scorers=self._scorers)
+
+    def with_scorers(self, *entries: ScorerEntry, replace_existing: bool = False) -> PresetRegistry:
+        """A new registry whose scorer registry also holds ``entries``.
+
+        Raises:
+            InvalidArgument: a scorer name already exists and ``replace_existing`` is false.
+        """
+        scorers = self._scorers.with_scorers(*entries, replace_existing=replace_existing)
+        return PresetRegistry(self._presets.values(), scorers=scorers)
+
+    def with_embedding_cache(self, cache: EmbeddingCache) -> PresetRegistry:
+        """A new registry whose embedding scorers keep body vectors in ``cache``
+        (e.g. :class:`cortex_agents.embeddings.StoreEmbeddingCache` over the run's store)."""
+        return PresetRegistry(
+            self._presets.values(), scorers=self._scorers.with_embedding_cache(cache)
+        )
 
 
 BUILTIN_PRESETS: Final = PresetRegistry(

@@ -7,7 +7,7 @@ Steps (DESIGN §4):
 1. enumerate candidates by BFS per direction (:func:`walk_candidates`);
 2. graph axis: influence per direction, merged by max (or hop decay);
 3. cut by ``max_distance``, then keep what is beyond ``past_boundary``;
-4. filter by scope, kinds and routing key;
+4. filter by scope, kinds, excluded kinds and routing key;
 5. score the three axes, combine;
 6. sort by ``(score desc, hops asc, node_id asc)``, total and deterministic;
 7. apply the limit after the sort. Never stop early: the score is not
@@ -106,6 +106,8 @@ def query_reference(
         if spec.scope == "settled_only" and node.status != SETTLED:
             continue
         if query.kinds is not None and node.kind not in query.kinds:
+            continue
+        if node.kind in query.exclude_kinds:
             continue
         fields = query.extractor(node.output) or _EMPTY_FIELDS
         routing_key = fields.routing_key if fields.routing_key is not None else node.kind

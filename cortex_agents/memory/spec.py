@@ -153,6 +153,7 @@ class Query:
         routing_key: Keep only candidates whose extracted routing key equals it.
         text: Query text for the semantic axis; none gives semantic 0.
         kinds: Keep only candidates of these stage kinds.
+        exclude_kinds: Drop candidates of these stage kinds (applied after ``kinds``).
         extractor: Turns a node's output into routing key, body text, evidence.
         scorer: Scores body text against ``text``.
     """
@@ -160,6 +161,7 @@ class Query:
     routing_key: str | None = None
     text: str | None = None
     kinds: frozenset[str] | None = None
+    exclude_kinds: frozenset[str] = frozenset()
     extractor: Extractor = default_extractor
     scorer: SemanticScorer = token_jaccard
 
@@ -172,6 +174,13 @@ class Query:
             if isinstance(self.kinds, str) or not all(isinstance(k, str) for k in self.kinds):
                 raise InvalidArgument("kinds", "must be a collection of stage kinds", self.kinds)
             object.__setattr__(self, "kinds", frozenset(self.kinds))
+        if isinstance(self.exclude_kinds, str) or not all(
+            isinstance(k, str) for k in self.exclude_kinds
+        ):
+            raise InvalidArgument(
+                "exclude_kinds", "must be a collection of stage kinds", self.exclude_kinds
+            )
+        object.__setattr__(self, "exclude_kinds", frozenset(self.exclude_kinds))
         if not callable(self.extractor):
             raise InvalidArgument("extractor", "must be callable", self.extractor)
         if not callable(self.scorer):

@@ -39,6 +39,8 @@ class Topological:
         limit: Number of matches the stage's own query keeps.
         past_boundary: Only nodes beyond the nearest node of this kind.
         upstream_of_kind: Only nodes of this kind.
+        scorer: A scorer name that replaces the preset's, for every query of
+            the stage (its own recall and its model's tool calls).
     """
 
     preset: str = "default"
@@ -46,10 +48,11 @@ class Topological:
     limit: int | None = None
     past_boundary: str | None = None
     upstream_of_kind: str | None = None
+    scorer: str | None = None
     name: Literal["topological"] = "topological"
 
     def __post_init__(self) -> None:
-        for attr in ("preset", "routing_key", "past_boundary", "upstream_of_kind"):
+        for attr in ("preset", "routing_key", "past_boundary", "upstream_of_kind", "scorer"):
             value = getattr(self, attr)
             if value is not None and (not isinstance(value, str) or not value):
                 raise InvalidArgument(attr, "must be a non-empty string", value)
@@ -58,11 +61,14 @@ class Topological:
         ):
             raise InvalidArgument("limit", "must be an integer >= 1", self.limit)
 
-    def resolve(self, presets: PresetRegistry = BUILTIN_PRESETS) -> tuple[WalkSpec, Query]:
-        """The stage's own walk spec and query.
+    def resolve(
+        self, presets: PresetRegistry = BUILTIN_PRESETS, *, text: str | None = None
+    ) -> tuple[WalkSpec, Query]:
+        """The stage's own walk spec and query (``text``: what the stage is about).
 
         Raises:
             UnknownPreset: ``preset`` is not in ``presets``.
+            UnknownScorer, ScorerUnavailable: the scorer is not registered or cannot load.
         """
         overrides: dict[str, Any] = {}
         if self.limit is not None:
@@ -72,7 +78,10 @@ class Topological:
         spec = presets.spec(self.preset)
         spec = dataclasses.replace(spec, **overrides) if overrides else spec
         kinds = frozenset({self.upstream_of_kind}) if self.upstream_of_kind else None
-        return spec, Query(routing_key=self.routing_key, kinds=kinds)
+        query = presets.query(
+            self.preset, text=text, routing_key=self.routing_key, scorer=self.scorer, kinds=kinds
+        )
+        return spec, query
 
 
 MemoryStrategy = Classic | Topological

@@ -2,8 +2,10 @@
 
 A :class:`Wire` is validated when it is built — unknown kind, dangling edge,
 cycle, duplicate id, a topological strategy with an unknown preset or
-structural kind — and raises :class:`InvalidWire` listing every problem, so
-nothing runs on an invalid wire. Build one in Python::
+structural kind, a semantic scorer that is not registered or cannot load
+(its model package missing, its file corrupt) — and raises
+:class:`InvalidWire` listing every problem, so nothing runs on an invalid
+wire (and no scorer fails to load in the middle of a run). Build one in Python::
 
     wire = (
         WireBuilder("fanout")
@@ -25,7 +27,14 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from cortex_agents.errors import CycleError, InvalidWire, Problem, UnknownPreset
+from cortex_agents.errors import (
+    CycleError,
+    InvalidWire,
+    Problem,
+    ScorerUnavailable,
+    UnknownPreset,
+    UnknownScorer,
+)
 from cortex_agents.memory.influence import canonical_order
 from cortex_agents.memory.presets import BUILTIN_PRESETS, PresetRegistry
 from cortex_agents.memory.strategy import Classic, MemoryStrategy, Topological
@@ -262,6 +271,7 @@ def _problems(wire: Wire) -> list[Problem]:
                     f"must be 'global', 'per_thread' or None (got {stage.scratch!r})",
                 )
             )
+    problems += _scorer_problems(wire)
     relation: dict[NodeId, list[NodeId]] = {NodeId(s): [] for s in seen}
     pairs: set[tuple[str, str]] = set()
     for i, (source, target) in enumerate(wire.edges):
@@ -307,6 +317,30 @@ def _strategy_problems(strategy: Any, where: str, wire: Wire) -> list[Problem]:
                     f"{where}.{attr}", f"unknown kind {kind!r}; registered: {sorted(wire.kinds)}"
                 )
             )
+    return problems
+
+
+def _scorer_problems(wire: Wire) -> list[Problem]:
+    """Load every scorer a topological stage or its model's tool calls may use.
+
+    A tool call may name any preset of the registry, so once any stage is
+    topological every preset's scorer must load, plus each stage's override.
+    """
+    wanted: dict[str, str] = {}  # scorer name -> where it is first named
+    for i, stage in enumerate(wire.stages):
+        strategy = stage.memory
+        if isinstance(strategy, Topological) and strategy.scorer is not None:
+            wanted.setdefault(strategy.scorer, f"stages[{i}].memory.scorer")
+    if not any(isinstance(stage.memory, Topological) for stage in wire.stages):
+        return []
+    for name, preset in wire.presets.items():
+        wanted.setdefault(preset.scorer, f"presets.{name}.scorer")
+    problems = []
+    for scorer, where in wanted.items():
+        try:
+            wire.presets.scorers.load(scorer)
+        except (UnknownScorer, ScorerUnavailable) as exc:
+            problems.append(Problem(where, str(exc)))
     return problems
 
 

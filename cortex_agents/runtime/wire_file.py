@@ -17,7 +17,7 @@ TOML and YAML files are validated by pydantic; every problem names its field::
     id = "analyst-a"
     kind = "analyst"
     after = ["planner"]
-    memory = { strategy = "topological", preset = "analyst" }
+    memory = { strategy = "topological", preset = "analyst", scorer = "minilm" }
     rewrite = { forms = ["append_after"], attempts = 3 }   # may propose rewrites
 
     [budget]                       # rewrite budget (defaults 16 / 32 / 6 / 4 / 4)
@@ -26,6 +26,18 @@ TOML and YAML files are validated by pydantic; every problem names its field::
     [presets.auditor]              # extra memory presets
     direction = "descendants"
     weights = { graph = 1, temporal = 0 }
+    scorer = "jaccard"             # a registered scorer (default: the built-in default)
+    exclude_kinds = ["reviewer"]
+
+    [scorers.mine]                 # extra semantic scorers: a factory returning a scorer ...
+    load = "my_scorers.py:make"    # ... as "module:function" or "file.py:function"
+    install = "pip install my-embedder"
+    [scorers.mixed]                # ... or a weighted blend of registered scorers
+    parts = { mine = 1, jaccard = 1 }
+
+Every scorer a topological stage may use is loaded when the wire is
+validated: a missing package or a corrupt model file is reported then,
+naming the scorer and how to install it.
 
 Relative file paths in ``kinds`` are resolved against the wire file's folder.
 """
@@ -46,7 +58,8 @@ from pydantic import ValidationError as PydanticValidationError
 
 from cortex_agents.bundled import bundled_path
 from cortex_agents.errors import CortexError, InvalidArgument, InvalidWire, Problem
-from cortex_agents.memory.presets import BUILTIN_PRESETS, Preset
+from cortex_agents.memory.presets import BUILTIN_PRESETS, Preset, PresetRegistry
+from cortex_agents.memory.scorers import DEFAULT_SCORER, ScorerEntry
 from cortex_agents.memory.spec import WalkSpec, Weights
 from cortex_agents.memory.strategy import Classic, Topological
 from cortex_agents.rewrite.policy import RewritePolicy
@@ -67,6 +80,7 @@ class _Memory(_Strict):
     limit: Annotated[int, Field(ge=1)] | None = None
     past_boundary: str | None = None
     upstream_of_kind: str | None = None
+    scorer: str | None = None
 
 
 class _Rewrite(_Strict):
@@ -109,7 +123,18 @@ class _Preset(_Strict):
     prior: Literal["influence", "hop_decay"] = "influence"
     alpha: float = 0.85
     time_scale: float = 3600.0
+    past_boundary: str | None = None
     description: str = ""
+    scorer: str = DEFAULT_SCORER
+    kinds: list[str] | None = None
+    exclude_kinds: list[str] = []
+
+
+class _Scorer(_Strict):
+    load: str | None = None
+    parts: dict[str, float] | None = None
+    description: str = ""
+    install: str = ""
 
 
 class _WireFile(_Strict):
@@ -119,6 +144,7 @@ class _WireFile(_Strict):
     stages: list[_Stage]
     budget: _Budget = _Budget()
     presets: dict[str, _Preset] = {}
+    scorers: dict[str, _Scorer] = {}
 
 
 def _where(loc: tuple[Any, ...]) -> str:
@@ -178,8 +204,8 @@ def _from_data(data: Any, base: Path) -> Wire:
         raise InvalidWire(
             [Problem(_where(tuple(e["loc"])), e["msg"]) for e in exc.errors()]
         ) from None
-    presets = BUILTIN_PRESETS
     problems: list[Problem] = []
+    presets = _with_scorers(BUILTIN_PRESETS, spec.scorers, base, problems)
     for name, p in spec.presets.items():
         try:
             walk = WalkSpec(
@@ -193,8 +219,17 @@ def _from_data(data: Any, base: Path) -> Wire:
                 prior=p.prior,
                 alpha=p.alpha,
                 time_scale=p.time_scale,
+                past_boundary=p.past_boundary,
             )
-            presets = presets.with_presets(Preset(name=name, spec=walk, description=p.description))
+            preset = Preset(
+                name=name,
+                spec=walk,
+                description=p.description,
+                scorer=p.scorer,
+                kinds=frozenset(p.kinds) if p.kinds is not None else None,
+                exclude_kinds=frozenset(p.exclude_kinds),
+            )
+            presets = presets.with_presets(preset)
         except InvalidArgument as exc:
             problems.append(
                 Problem(f"presets.{name}.{exc.field}", f"{exc.rule} (got {exc.value!r})")
@@ -229,6 +264,7 @@ def _from_data(data: Any, base: Path) -> Wire:
                     limit=stage.memory.limit,
                     past_boundary=stage.memory.past_boundary,
                     upstream_of_kind=stage.memory.upstream_of_kind,
+                    scorer=stage.memory.scorer,
                 )
             )
         except InvalidArgument as exc:
@@ -260,6 +296,39 @@ def _from_data(data: Any, base: Path) -> Wire:
     if problems:
         raise InvalidWire(problems)
     return wire
+
+
+def _with_scorers(
+    presets: PresetRegistry, scorers: dict[str, _Scorer], base: Path, problems: list[Problem]
+) -> PresetRegistry:
+    """``presets`` with the file's ``[scorers]`` registered (problems collected, not raised)."""
+    entries = []
+    for name, s in scorers.items():
+        where = f"scorers.{name}"
+        load: Any = s.load
+        try:
+            if load is not None and load.partition(":")[0].endswith(".py"):
+                load = _resolve(
+                    load, base, f"{where}.load"
+                )  # a file beside the wire: import it now
+            entries.append(
+                ScorerEntry(
+                    name=name,
+                    load=load,
+                    parts=s.parts,
+                    description=s.description,
+                    install=s.install,
+                )
+            )
+        except InvalidWire as exc:
+            problems += exc.problems
+        except InvalidArgument as exc:
+            problems.append(Problem(where, f"{exc.rule} (got {exc.value!r})"))
+    try:
+        return presets.with_scorers(*entries, replace_existing=False)
+    except InvalidArgument as exc:
+        problems.append(Problem(f"scorers.{exc.value}", exc.rule))
+        return presets
 
 
 def _unloaded(ctx: Any) -> Any:  # stands in for a kind that failed to load; never runs

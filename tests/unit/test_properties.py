@@ -14,6 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cortex_agents.memory import (
+    Blend,
+    EmbeddingScorer,
     MemoryHandle,
     MemorySnapshot,
     Query,
@@ -21,8 +23,10 @@ from cortex_agents.memory import (
     Weights,
     query_reference,
     query_vectorised,
+    token_jaccard,
 )
 from cortex_agents.substrate import NodeRecord
+from tests.embedding_support import HashEmbedder
 from tests.helpers import T0
 
 IDS = [
@@ -125,6 +129,12 @@ def specs(draw):
     )
 
 
+_EMBEDDING = EmbeddingScorer(HashEmbedder())
+# Jaccard (inverted index), an embedding scorer (cached matrix), a blend of both (parts
+# vectorised one by one): each must give the reference's floats exactly.
+SCORERS = [token_jaccard, _EMBEDDING, Blend([(_EMBEDDING, 1.0), (token_jaccard, 0.5)])]
+
+
 @st.composite
 def queries(draw):
     return Query(
@@ -133,6 +143,8 @@ def queries(draw):
         ),
         routing_key=draw(st.none() | st.sampled_from([*KEYS, "analyst"])),
         kinds=draw(st.none() | st.sets(st.sampled_from(KINDS), max_size=2)),
+        exclude_kinds=draw(st.sets(st.sampled_from(KINDS), max_size=2)),
+        scorer=draw(st.sampled_from(SCORERS)),
     )
 
 

