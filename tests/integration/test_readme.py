@@ -29,3 +29,47 @@ def test_quickstart_has_exactly_two_commands_and_ci_runs_the_second():
     )
     assert marked and marked.group(1) == commands[1]
     assert "pytest" in commands[1] and "cortex-agents" in commands[0]
+
+
+def agent_recipe() -> str:
+    """The code block of "Add graph memory to an existing agent"."""
+    text = README.read_text(encoding="utf-8")
+    section = text.split("## Add graph memory to an existing agent", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```py\n(.*?)```", section, flags=re.S)
+    return block
+
+
+def test_the_agent_recipe_runs_verbatim_through_langchains_create_agent(monkeypatch):
+    from langchain_core.messages import AIMessage, ToolMessage
+
+    from cortex_agents.substrate import ToolCallMade
+    from tests.chat import ScriptedChatModel, say
+
+    block = agent_recipe()
+    assert len([line for line in block.splitlines() if line.strip()]) <= 10
+    asked = AIMessage(
+        content="",
+        tool_calls=[
+            {
+                "name": "cortex_memory_query",
+                "args": {"query_text": "selection bias", "limit": 3},
+                "id": "call-1",
+                "type": "tool_call",
+            }
+        ],
+    )
+    model = ScriptedChatModel(script={"": [asked, say("analyst-b found selection bias")]})
+    monkeypatch.chdir(README.parent)
+    scope = {"__name__": "readme", "model": model}
+    exec(compile(block, str(README), "exec"), scope)
+    out = scope["out"]
+    (reply,) = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert reply.status == "success" and reply.artifact["shown"] == 3
+    assert out["messages"][-1].content == "analyst-b found selection bias"
+    (made,) = [e for e in out["substrate"] if isinstance(e, ToolCallMade)]
+    assert made.node_id == "agent" and made.result["total"] == 5
+    # the model was offered the tool's schema, without injected or developer-only arguments
+    offered = model.requests[0]["tools"][0]["function"]
+    assert offered["name"] == "cortex_memory_query"
+    assert "runtime" not in offered["parameters"]["properties"]
+    assert "scope" not in offered["parameters"]["properties"]
