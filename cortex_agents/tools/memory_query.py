@@ -38,11 +38,17 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langgraph.prebuilt import ToolRuntime
 from pydantic import BaseModel, ConfigDict, Field
 
-from cortex_agents.errors import InvalidArgument, UnknownNode, UnknownPreset
+from cortex_agents.errors import (
+    InvalidArgument,
+    ScorerUnavailable,
+    UnknownNode,
+    UnknownPreset,
+    UnknownScorer,
+)
 from cortex_agents.memory.match import Match
 from cortex_agents.memory.presets import BUILTIN_PRESETS, PresetRegistry
-from cortex_agents.memory.spec import Query, Scope
-from cortex_agents.memory.strategy import declared_preset
+from cortex_agents.memory.spec import Scope
+from cortex_agents.memory.strategy import Topological, declared_preset
 from cortex_agents.tools.binding import GraphBinding, bind_to_graph
 from cortex_agents.tools.delimit import escape_text
 from cortex_agents.tools.journal import MEMORY_QUERY_TOOL, MEMORY_RESULTS
@@ -224,16 +230,21 @@ def run_memory_query(
     ``scope`` is for developers (``debug_all_statuses`` also ranks running,
     pending and failed nodes); a model cannot set it.
 
+    The preset gives the walk (direction, weights, ...) and the query side
+    (its semantic scorer and kind filters, through ``MemoryHandle.query_for``);
+    the call's arguments override them.
+
     Returns:
         The text for the model and the artifact: ``{"tool", "query", "total",
         "shown", "matches"}``, where ``query`` holds every resolved argument
         (preset, direction, scope, routing_key, query_text,
-        max_graph_distance, limit, token_budget), so the ranking can be
+        max_graph_distance, limit, scorer, token_budget), so the ranking can be
         recomputed from the snapshot the stage was bound to, and ``matches``
         holds the ``shown`` matches the text shows.
 
     Raises:
         UnknownPreset, InvalidArgument: the model's arguments break a rule.
+        UnknownScorer, ScorerUnavailable: the preset's scorer cannot be used.
     """
     handle = context.memory
     preset = args.preset or declared_preset(handle.strategy)
@@ -246,7 +257,9 @@ def run_memory_query(
         "limit": limit,
     }
     spec = dataclasses.replace(spec, **{k: v for k, v in overrides.items() if v is not None})
-    ranking = handle.rank(spec, Query(text=args.query_text, routing_key=args.routing_key))
+    query = handle.query_for(preset, text=args.query_text, routing_key=args.routing_key)
+    ranking = handle.rank(spec, query)
+    override = handle.strategy.scorer if isinstance(handle.strategy, Topological) else None
     resolved = {
         "preset": preset,
         "direction": spec.direction,
@@ -255,6 +268,7 @@ def run_memory_query(
         "query_text": args.query_text,
         "max_graph_distance": spec.max_distance,
         "limit": spec.limit,
+        "scorer": override or handle.presets.resolve(preset).scorer,
         "token_budget": budget,
     }
     header = {"preset": preset, "direction": spec.direction, "scope": spec.scope}
@@ -295,7 +309,7 @@ def _memory_query_tool(presets: PresetRegistry, budget: int) -> StructuredTool:
             )
         try:
             return run_memory_query(context, MemoryQueryArgs(**kwargs), budget=budget)
-        except UnknownPreset as exc:
+        except (UnknownPreset, UnknownScorer, ScorerUnavailable) as exc:
             raise ToolException(error_content(exc.code, f"`preset`: {exc}")) from None
         except (InvalidArgument, UnknownNode) as exc:
             raise ToolException(error_content(exc.code, str(exc))) from None

@@ -97,10 +97,9 @@ def test_create_agent_ranks_the_loaded_run_and_records_the_call_as_a_stage():
     # the result is what the pipeline ranks on the snapshot the call was bound to
     query = made.result["query"]
     handle = seen_by(log, "researcher")
-    from cortex_agents.memory import Query
-
     spec = handle.presets.spec(query["preset"], limit=query["limit"])
-    expected = handle.rank(spec, Query(text=query["query_text"]))
+    expected = handle.rank(spec, handle.query_for(query["preset"], text=query["query_text"]))
+    assert query["scorer"] == handle.presets.resolve(query["preset"]).scorer
     assert [(m["node_id"], m["score"]) for m in made.result["matches"]] == [
         (m.node_id, m.score) for m in expected.matches[: made.result["shown"]]
     ]

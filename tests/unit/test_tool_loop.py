@@ -130,3 +130,37 @@ def test_the_turns_limit_follows_the_order_the_model_made_its_calls_in():
     ]
     assert codes == ["invalid_argument", "ran", "invalid_argument", "too_many_calls"]
     assert RAN == ["1"]
+
+
+def test_a_users_tool_with_a_matches_artifact_of_another_shape_is_journaled_not_a_crash():
+    from datetime import UTC, datetime
+    from types import SimpleNamespace
+
+    from langchain_core.tools import StructuredTool
+
+    from tests.chat import call
+
+    def search(q: str) -> tuple[str, dict]:
+        """Search something else."""
+        return "found", {"matches": [{"title": q}], "total": "many"}
+
+    user_tool = StructuredTool.from_function(
+        func=search, name="search", response_format="content_and_artifact"
+    )
+    journal: list = []
+    context = SimpleNamespace(stage_id="s", clock=lambda: datetime(2026, 1, 1, tzinfo=UTC))
+    chat = ScriptedChatModel(script={"sys": [call("search", {"q": "x"}), say("done")]})
+    result = run_tool_loop(
+        chat,
+        [SystemMessage("sys"), HumanMessage("go")],
+        tools=[user_tool],
+        context=context,
+        journal=journal.append,
+    )
+    assert result.message.content == "done"
+    (made,) = journal
+    assert (made.node_id, made.tool, dict(made.result)) == (
+        "s",
+        "search",
+        {"status": "success", "content": "found"},
+    )
