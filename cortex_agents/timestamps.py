@@ -7,7 +7,9 @@ exact integer differences and every engine computes the same floats.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
+from typing import Final
 
 from cortex_agents.errors import InvalidArgument
 
@@ -15,6 +17,10 @@ __all__ = ["EPOCH", "format_timestamp", "parse_timestamp", "require_aware", "to_
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
+_ISO: Final = re.compile(
+    r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?(?:Z|[+-]\d{2}:\d{2})", re.ASCII
+)
+_SHAPE: Final = "must be an ISO 8601 timestamp like '2026-01-01T00:00:00Z'"
 
 
 def require_aware(value: datetime, field: str) -> datetime:
@@ -40,22 +46,31 @@ def to_micros(value: datetime) -> int:
 
 
 def parse_timestamp(text: str, field: str = "timestamp") -> datetime:
-    """Parse an ISO 8601 timestamp that carries a timezone (``Z`` or an offset).
+    """Parse an ISO 8601 timestamp that carries a timezone (``Z`` or ``+HH:MM``).
+
+    The shape is checked first (ASCII digits, ``YYYY-MM-DDTHH:MM[:SS[.ffffff]]``
+    then ``Z`` or an offset, nothing after it), then the calendar; the instant
+    must exist in UTC (``9999-12-31T23:59:59-14:00`` does not).
 
     Raises:
-        InvalidArgument: ``text`` is not ISO 8601 or has no timezone.
+        InvalidArgument: ``text`` is not such a timestamp.
     """
     if not isinstance(text, str):
         raise InvalidArgument(field, "must be an ISO 8601 string", text)
+    if len(text) > 40 or not _ISO.fullmatch(text):
+        if len(text) <= 40 and _ISO.fullmatch(text + "Z"):
+            raise InvalidArgument(field, "must carry a timezone ('Z' or '+HH:MM')", text)
+        raise InvalidArgument(field, _SHAPE, text if len(text) <= 40 else text[:40] + "...")
     try:
         value = datetime.fromisoformat(text)
     except ValueError:
+        raise InvalidArgument(field, _SHAPE, text) from None
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
         raise InvalidArgument(
-            field, "must be an ISO 8601 timestamp like '2026-01-01T00:00:00Z'", text
+            field, "must be an instant between 0001-01-01 and 9999-12-31 in UTC", text
         ) from None
-    if value.tzinfo is None:
-        raise InvalidArgument(field, "must carry a timezone ('Z' or '+HH:MM')", text)
-    return value.astimezone(UTC)
 
 
 def format_timestamp(value: datetime) -> str:

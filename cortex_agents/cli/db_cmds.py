@@ -78,7 +78,8 @@ def import_(
     """Import a snapshot file as a new thread (strict: an invalid file writes nothing)."""
     with fail_cleanly():
         if forensic:
-            document, problems = load_snapshot_forensic(snapshot)
+            salvage = load_snapshot_forensic(snapshot)
+            document, problems = salvage.document, list(salvage.problems)
         else:
             document, problems = load_snapshot(snapshot), []
         with open_database(db, create=True) as saver:

@@ -31,7 +31,9 @@ def fanout_file(tmp_path):
             "status": status,
             "captured_at": "2026-01-01T00:00:00Z",
             "completed_at": "2026-01-01T00:05:00Z" if status == "completed" else None,
-            "output": {"contract": "note", "value": {"text": f"{node_id} wrote this"}},
+            "output": {"contract": "note", "value": {"text": f"{node_id} wrote this"}}
+            if status == "completed"
+            else None,
             "tags": [],
         }
 

@@ -97,7 +97,7 @@ def mutate(path: str, value):
         (mutate("entry_time", "2026-01-01T00:10:00"), "entry_time: must carry a timezone"),
         (mutate("nodes/1/status", "done"), "nodes[1].status: Input should be"),
         (mutate("nodes/1/id", 7), "nodes[1].id: Input should be a valid string"),
-        (mutate("nodes/1/id", ""), "nodes[1].id: String should have at least 1 character"),
+        (mutate("nodes/1/id", ""), "nodes[1].id: must not be empty"),
         (mutate("nodes/0/colour", "red"), "nodes[0].colour: Extra inputs are not permitted"),
         (
             mutate("nodes/0/captured_at", "2026-13-01T00:00:00Z"),
