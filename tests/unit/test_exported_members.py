@@ -11,6 +11,14 @@ EXPECTED = {
         "BUILTIN_PRESETS",
         "Classic",
         "CortexError",
+        "GraphBinding",
+        "SubstrateState",
+        "graph_memory_tools",
+        "make_memory_query_tool",
+        "memory_saver",
+        "open_saver",
+        "stage_node",
+        "substrate_from_snapshot",
         "CycleError",
         "EdgeRecord",
         "Event",
@@ -261,6 +269,28 @@ EXPECTED = {
         "remaining",
         "static_cost",
     },
+    "cortex_agents.tools": {
+        "DEFAULT_TOKEN_BUDGET",
+        "GraphBinding",
+        "GraphBoundTool",
+        "MAX_JOURNAL_BYTES",
+        "MAX_RESULTS",
+        "MEMORY_QUERY_TOOL",
+        "MemoryQueryArgs",
+        "PROPOSE_REWRITE_TOOL",
+        "SubstrateState",
+        "ToolCall",
+        "ToolLoopResult",
+        "ToolPolicy",
+        "bind_to_graph",
+        "graph_memory_tools",
+        "json_safe",
+        "make_memory_query_tool",
+        "make_propose_rewrite_tool",
+        "run_memory_query",
+        "run_tool_loop",
+        "substrate_from_snapshot",
+    },
     "cortex_agents.testing": {
         "MATCH_ON",
         "NetworkBlocked",
@@ -305,3 +335,18 @@ def test_pure_core_reads_no_clock_no_environment_no_files():
             text = path.read_text(encoding="utf-8")
             for needle in forbidden:
                 assert needle not in text, f"{path.name} uses {needle}"
+
+
+def test_importing_the_package_loads_no_langgraph_langchain_or_tiktoken():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, cortex_agents;"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "{'langgraph', 'langchain_core', 'langchain', 'tiktoken', 'langsmith'});"
+        "print(','.join(bad)); cortex_agents.graph_memory_tools;"
+        "print('langgraph' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[:2] == ["", "True"]  # loaded on first use, not at import
