@@ -19,7 +19,7 @@ from langgraph.graph.state import CompiledStateGraph
 from cortex_agents.errors import InvalidArgument, RunFailed
 from cortex_agents.persistence.saver import CortexSaver
 from cortex_agents.runtime.clock import Clock, utc_clock
-from cortex_agents.runtime.graph import build_graph
+from cortex_agents.runtime.graph import WireGraph
 from cortex_agents.runtime.wire import Wire
 from cortex_agents.substrate.events import Event, event_from_dict
 from cortex_agents.substrate.log import SubstrateLog
@@ -114,9 +114,8 @@ class Runtime:
         self.lock_timeout = lock_timeout
         self.durability = durability
         self.services = dict(services or {})
-        self.graph: CompiledStateGraph = build_graph(
-            wire, saver, clock, self.services, scratch
-        ).compile(checkpointer=saver)
+        self.wiring = WireGraph(wire, saver, clock, self.services, scratch)
+        self.graph: CompiledStateGraph = self.wiring.build().compile(checkpointer=saver)
 
     def config(self, thread_id: str) -> dict[str, Any]:
         """The LangGraph config of a thread of this runtime."""
