@@ -17,9 +17,8 @@ from cortex_agents.substrate.branch import STATE_CACHE
 from tests.helpers import T0
 
 STEPS = 2000
-BYTES_PER_STEP = (
-    1600  # the run's own events cost ~1 KB a step; one state kept per step adds ~1.4 KB
-)
+# The run's own events cost ~1 KB a step; one materialized state kept per step adds ~1.4 KB.
+BYTES_PER_STEP = 1600
 
 
 def chain(n: int, fn) -> Any:
