@@ -10,6 +10,12 @@ SQLite pragmas, set explicitly on every connection: ``journal_mode=WAL``,
 last commits but never corrupts), ``busy_timeout`` (5 s by default) and
 ``foreign_keys=ON``. Writes start with ``BEGIN IMMEDIATE`` so two writers
 queue on the busy timeout instead of failing mid-transaction.
+
+Transactions go through :mod:`cortex_agents.persistence.transactions`, which
+maps driver errors to :class:`StorageError` without masking the cause.
+:meth:`SqliteSubstrateStore.atomic` and :meth:`PostgresSubstrateStore.atomic`
+open one transaction that substrate writes *and* a checkpoint write join
+(import is all-or-nothing on every backend).
 """
 
 from __future__ import annotations
@@ -22,9 +28,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
 from cortex_agents.errors import InvalidArgument, StorageError
 from cortex_agents.persistence.schema import Dialect, migrate
 from cortex_agents.persistence.store import SubstrateStore, Transaction
+from cortex_agents.persistence.transactions import (
+    driver_errors,
+    postgres_transaction,
+    sqlite_transaction,
+)
 
 __all__ = ["PostgresSubstrateStore", "SqliteSubstrateStore", "sqlite_connect"]
 
@@ -34,20 +47,15 @@ Synchronous = Literal["FULL", "NORMAL"]
 class _SqlTransaction(Transaction):
     """The statements, written once with ``?`` placeholders."""
 
-    def __init__(
-        self, cursor: Any, dialect: Dialect, integrity_errors: tuple[type[Exception], ...]
-    ) -> None:
+    def __init__(self, cursor: Any, dialect: Dialect) -> None:
         self.cursor = cursor
         self.dialect = dialect
-        self.integrity_errors = integrity_errors
 
     def _run(self, sql: str, params: Sequence[Any] = ()) -> Any:
         if self.dialect == "postgres":
             sql = sql.replace("?", "%s")
-        try:
+        with driver_errors("substrate row"):
             return self.cursor.execute(sql, params)
-        except self.integrity_errors as exc:
-            raise StorageError("integrity", f"the database refused a substrate row: {exc}") from exc
 
     def create_branch(
         self, thread_id: str, checkpoint_ns: str, parent: int | None, base_seq: int
@@ -76,10 +84,8 @@ class _SqlTransaction(Transaction):
         sql = "INSERT INTO cortex_events (branch_pk, seq, body) VALUES (?, ?, ?)"
         if self.dialect == "postgres":
             sql = sql.replace("?", "%s")
-        try:
+        with driver_errors("event row"):
             self.cursor.executemany(sql, [(branch, seq, body) for seq, body in rows])
-        except self.integrity_errors as exc:
-            raise StorageError("integrity", f"the database refused an event row: {exc}") from exc
 
     def insert_node(self, branch: int, seq: int, node_id: str) -> None:
         self._run(
@@ -220,6 +226,19 @@ def sqlite_open_error(path: str | Path, exc: sqlite3.DatabaseError) -> StorageEr
     return StorageError("unreachable", f"cannot open {str(path)!r}: {exc}")
 
 
+class _HeldCommits:
+    """A SQLite connection whose ``commit`` waits for the enclosing transaction's end."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def commit(self) -> None:
+        """Nothing: :meth:`SqliteSubstrateStore.atomic` commits once, at its end."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
 class SqliteSubstrateStore(SubstrateStore):
     """Substrate tables in a SQLite file (the embedded default).
 
@@ -251,39 +270,59 @@ class SqliteSubstrateStore(SubstrateStore):
             path, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms
         )
         self._conn_lock = connection_lock if connection_lock is not None else threading.Lock()
+        self._atomic_thread: int | None = None
 
     @contextmanager
     def transaction(self, *, write: bool = True) -> Iterator[Transaction]:
-        """``BEGIN IMMEDIATE`` for writes, ``BEGIN`` for a consistent read."""
+        """``BEGIN IMMEDIATE`` for writes, ``BEGIN`` for a consistent read.
+
+        Inside :meth:`atomic` (on the same thread) it joins that transaction.
+
+        Raises:
+            StorageError: a driver error, mapped; ``open_transaction`` when
+                another user of a shared connection left a transaction open.
+        """
+        if self._atomic_thread == threading.get_ident():
+            yield _SqlTransaction(self.conn.cursor(), "sqlite")
+            return
+        with self._lock, self._conn_lock, sqlite_transaction(self.conn, write=write):
+            yield _SqlTransaction(self.conn.cursor(), "sqlite")
+
+    @contextmanager
+    def atomic(self, serde: Any) -> Iterator[BaseCheckpointSaver]:
+        """One write transaction for substrate rows and checkpoints; all or nothing.
+
+        Yields a LangGraph ``SqliteSaver`` on this store's connection whose
+        writes join the transaction (its own commits are held back), so a
+        :class:`CortexSaver` built on it and this store writes events and the
+        checkpoint together. On any error everything is rolled back and the
+        store's caches forget what the transaction created.
+        """
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
         with self._lock, self._conn_lock:
-            if self.conn.in_transaction:  # another user of a shared connection left one open
-                self.conn.commit()
-            self.conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            if self._atomic_thread is not None:
+                raise StorageError("open_transaction", "an atomic block is already open")
             try:
-                yield _SqlTransaction(self.conn.cursor(), "sqlite", (sqlite3.IntegrityError,))
+                with sqlite_transaction(self.conn, doing="import"):
+                    self._atomic_thread = threading.get_ident()
+                    saver = SqliteSaver(_HeldCommits(self.conn), serde=serde)  # type: ignore[arg-type]
+                    saver.is_setup = True  # the tables exist: the store was set up with them
+                    yield saver
             except BaseException:
-                self.conn.execute("ROLLBACK")
+                self.forget_cached()
                 raise
-            self.conn.execute("COMMIT")
+            finally:
+                self._atomic_thread = None
 
     def setup(self) -> None:
         """Create or migrate the substrate tables."""
-        with self._lock, self._conn_lock:
-            if self.conn.in_transaction:
-                self.conn.commit()
-            self.conn.execute("BEGIN IMMEDIATE")
-            try:
-                migrate(
-                    lambda sql, params: self.conn.execute(sql, params),
-                    lambda: [
-                        r[0] for r in self.conn.execute("SELECT version FROM cortex_migrations")
-                    ],
-                    "sqlite",
-                )
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
-            self.conn.execute("COMMIT")
+        with self._lock, self._conn_lock, sqlite_transaction(self.conn, doing="setup"):
+            migrate(
+                lambda sql, params: self.conn.execute(sql, params),
+                lambda: [r[0] for r in self.conn.execute("SELECT version FROM cortex_migrations")],
+                "sqlite",
+            )
 
     def close(self) -> None:
         """Close the connection, if the store opened it."""
@@ -307,13 +346,38 @@ class PostgresSubstrateStore(SubstrateStore):
 
     @contextmanager
     def transaction(self, *, write: bool = True) -> Iterator[Transaction]:
-        """One ``BEGIN`` ... ``COMMIT`` block; rolled back on error."""
-        with self._lock, self.conn.transaction(), self.conn.cursor() as cursor:
-            yield _SqlTransaction(cursor, "postgres", (self._psycopg.errors.IntegrityError,))
+        """One ``BEGIN`` ... ``COMMIT`` block; rolled back on error (inside :meth:`atomic`: part of it).
+
+        Raises:
+            StorageError: a driver error, mapped.
+        """
+        with self._lock, postgres_transaction(self.conn), self.conn.cursor() as cursor:
+            yield _SqlTransaction(cursor, "postgres")
+
+    @contextmanager
+    def atomic(self, serde: Any) -> Iterator[BaseCheckpointSaver]:
+        """One transaction for substrate rows and checkpoints; all or nothing.
+
+        Yields a LangGraph ``PostgresSaver`` on this store's connection: its
+        writes, and every substrate write of this thread meanwhile (a nested
+        transaction is a savepoint), commit together at the end.
+        """
+        from langgraph.checkpoint.postgres import PostgresSaver
+
+        try:
+            with self._lock, postgres_transaction(self.conn, doing="import"):
+                yield PostgresSaver(self.conn, serde=serde)
+        except BaseException:
+            self.forget_cached()
+            raise
 
     def setup(self) -> None:
         """Create or migrate the substrate tables (serialised by an advisory lock)."""
-        with self._lock, self.conn.transaction(), self.conn.cursor() as cursor:
+        with (
+            self._lock,
+            postgres_transaction(self.conn, doing="setup"),
+            self.conn.cursor() as cursor,
+        ):
             cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended('cortex_migrations', 0))")
             migrate(
                 lambda sql, params: cursor.execute(sql, params),

@@ -6,17 +6,27 @@ it back into the one canonical event sequence that folds into it
 node's lifecycle in time order. Exporting an imported thread therefore
 reproduces the file byte for byte.
 
+Import is one transaction on every backend: the substrate rows and the
+checkpoint that points at them commit together or not at all (no orphan
+branch or event rows after a failure, on SQLite and Postgres alike).
+
 Import is strict by default: the file is fully validated first and a single
-problem means nothing is written. ``forensic=True`` imports the valid parts
-instead (invalid nodes, dangling or duplicate edges and edges that would close
-a cycle are left out) and returns every problem found. In this substrate the
-database enforces referential integrity, so "forensic" cannot mean loading
-dangling rows, as seed 004's ``allow_dangling_edges`` did: it means a repair
-import with a full report.
+problem means nothing is written. Forensic import (seed 004's
+``allow_dangling_edges``) loads everything: the rows that pass go into the
+substrate, and every row that breaks integrity — dangling edges, edges that
+close a cycle, rewrites of unknown proposers (orphans), rows that break the
+format — goes into the thread too, *quarantined*: kept verbatim with its
+location, category and problems in the import checkpoint's metadata, never
+folded into the graph memory queries see (the database enforces referential
+integrity on the substrate tables, so a dangling edge cannot be a substrate
+row). :func:`quarantined_rows` returns them; ``validate DB --thread`` reports
+them with the same located report as a file.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -27,21 +37,27 @@ from cortex_agents.errors import InvalidArgument, Problem, UnknownNode
 from cortex_agents.memory.snapshot import MemorySnapshot
 from cortex_agents.persistence.saver import CortexSaver
 from cortex_agents.snapshot_events import document_events
-from cortex_agents.snapshot_file import SnapshotDocument
+from cortex_agents.snapshot_file import LeftOut, Salvage, SnapshotDocument
+from cortex_agents.snapshot_limits import check_identifier
 from cortex_agents.substrate.events import StageStarted
 from cortex_agents.substrate.log import SubstrateLog
 from cortex_agents.timestamps import format_timestamp, parse_timestamp
 
 _ENTRY_TIME = "cortex_entry_time"
 _RUN_ID = "cortex_run_id"
+_QUARANTINE = "cortex_quarantine"
+_ORPHANS = "cortex_orphans"
 
 __all__ = [
     "ImportReport",
+    "QuarantinedRow",
     "UnknownThread",
     "document_events",
     "export_as_seen_by",
     "export_document",
     "import_document",
+    "import_salvage",
+    "quarantined_rows",
     "thread_config",
 ]
 
@@ -63,6 +79,33 @@ class UnknownThread(UnknownNode):
 
 
 @dataclass(frozen=True, slots=True)
+class QuarantinedRow:
+    """A row a forensic import kept in the thread but out of its graph.
+
+    Attributes:
+        location: Where the file held it, e.g. ``edges[8]``.
+        category: ``dangling``, ``cycle``, ``orphan``, ``duplicate``,
+            ``inconsistent`` or ``invalid``.
+        problems: What is wrong with it, located.
+        row: The row as the file held it, as compact ASCII JSON.
+    """
+
+    location: str
+    category: str
+    problems: tuple[Problem, ...]
+    row: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields."""
+        return {
+            "location": self.location,
+            "category": self.category,
+            "problems": [str(p) for p in self.problems],
+            "row": self.row,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class ImportReport:
     """What an import did.
 
@@ -71,7 +114,9 @@ class ImportReport:
         events: How many events were stored.
         nodes: How many nodes were imported.
         edges: How many edges were imported.
-        problems: What was left out (forensic imports only; empty otherwise).
+        problems: Every problem of the file (forensic imports only; empty otherwise).
+        quarantined: The rows kept in the thread, marked, out of its graph (forensic only).
+        orphans: Nodes imported whose every edge was quarantined (forensic only).
     """
 
     thread_id: str
@@ -79,6 +124,8 @@ class ImportReport:
     nodes: int
     edges: int
     problems: tuple[Problem, ...] = ()
+    quarantined: tuple[QuarantinedRow, ...] = ()
+    orphans: tuple[Problem, ...] = ()
 
 
 def thread_config(thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
@@ -162,19 +209,47 @@ def memory_snapshot(
     return document.to_memory_snapshot()
 
 
+@contextmanager
+def _one_transaction(saver: CortexSaver, thread_id: str) -> Iterator[CortexSaver]:
+    """A saver whose substrate and checkpoint writes commit together, or not at all."""
+    atomic = getattr(saver.store, "atomic", None)
+    if atomic is None:  # the in-memory twin: nothing can half-commit, but undo what did
+        try:
+            yield saver
+        except BaseException:
+            saver.delete_thread(thread_id)
+            raise
+        return
+    with atomic(saver.inner.serde) as inner:
+        yield CortexSaver(inner, saver.store, channel=saver.channel, locks=saver.locks)
+
+
+def _quarantine(row: LeftOut) -> QuarantinedRow:
+    return QuarantinedRow(row.location, row.category, row.problems, row.row_json())
+
+
 def import_document(
     saver: CortexSaver,
     thread_id: str,
     document: SnapshotDocument,
     *,
     problems: tuple[Problem, ...] = (),
+    left_out: tuple[LeftOut, ...] = (),
+    orphans: tuple[Problem, ...] = (),
 ) -> ImportReport:
-    """Write ``document`` as a new thread: its events, then one checkpoint pointing at them.
+    """Write ``document`` as a new thread in one transaction: its events and one checkpoint.
+
+    ``left_out`` rows (a forensic reading's) are kept in the thread, quarantined.
 
     Raises:
-        InvalidArgument: the thread already exists.
+        InvalidArgument: a bad thread id, the thread already exists, or the
+            document has no node.
         InvalidEvent: the document does not fold (it was not validated).
+        StorageError: the database refused; nothing was written.
     """
+    check_identifier(thread_id, "thread")
+    if not document.nodes:
+        raise InvalidArgument("document", "has no nodes: there is nothing to import", thread_id)
     if saver.get_tuple(thread_config(thread_id)) is not None:
         raise InvalidArgument("thread", "already exists; import into a new thread id", thread_id)
     log = SubstrateLog().appended(document_events(document))  # folds: validates before writing
@@ -182,6 +257,7 @@ def import_document(
     version = saver.get_next_version(None, None)
     checkpoint["channel_values"] = {saver.channel: log}
     checkpoint["channel_versions"] = {saver.channel: version}
+    quarantined = tuple(_quarantine(row) for row in left_out)
     metadata: Any = {
         "source": "input",
         "step": -1,
@@ -189,11 +265,59 @@ def import_document(
         _ENTRY_TIME: format_timestamp(document.entry_time),
         _RUN_ID: document.run_id or thread_id,
     }
-    saver.put(thread_config(thread_id), checkpoint, metadata, {saver.channel: version})
+    if quarantined or orphans:
+        metadata[_QUARANTINE] = [row.to_dict() for row in quarantined]
+        metadata[_ORPHANS] = [{"location": p.location, "message": p.message} for p in orphans]
+    with _one_transaction(saver, thread_id) as target:
+        target.put(thread_config(thread_id), checkpoint, metadata, {saver.channel: version})
     return ImportReport(
         thread_id=thread_id,
         events=len(log),
         nodes=len(document.nodes),
         edges=len(document.edges),
         problems=problems,
+        quarantined=quarantined,
+        orphans=orphans,
     )
+
+
+def import_salvage(saver: CortexSaver, thread_id: str, salvage: Salvage) -> ImportReport:
+    """Forensic import: the salvaged graph, with every left-out row quarantined in the thread."""
+    return import_document(
+        saver,
+        thread_id,
+        salvage.document,
+        problems=salvage.problems,
+        left_out=salvage.left_out,
+        orphans=salvage.orphans,
+    )
+
+
+def _problem(text: str) -> Problem:
+    location, _, message = text.partition(": ")
+    return Problem(location, message)
+
+
+def quarantined_rows(
+    saver: CortexSaver, thread_id: str
+) -> tuple[tuple[QuarantinedRow, ...], tuple[Problem, ...]]:
+    """The rows a forensic import quarantined in a thread, and the orphans it reported.
+
+    Raises:
+        UnknownThread: no such thread.
+    """
+    config = thread_config(thread_id)
+    if saver.get_tuple(config) is None:
+        raise UnknownThread(thread_id)
+    for tup in saver.inner.list(config, filter={"step": -1}):
+        metadata = tup.metadata or {}
+        if _QUARANTINE in metadata:
+            rows = tuple(
+                QuarantinedRow(
+                    r["location"], r["category"], tuple(map(_problem, r["problems"])), r["row"]
+                )
+                for r in metadata[_QUARANTINE]
+            )
+            orphans = tuple(Problem(o["location"], o["message"]) for o in metadata[_ORPHANS])
+            return rows, orphans
+    return (), ()
