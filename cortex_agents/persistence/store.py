@@ -368,6 +368,12 @@ class SubstrateStore(ABC):
         with self.transaction(write=False) as tx:
             return tx.counts()
 
+    def forget_cached(self) -> None:
+        """Drop every cached branch: an enclosing transaction rolled back rows they describe."""
+        with self._lock:
+            self._buffers.clear()
+            self._lineages.clear()
+
     def branches(self) -> Iterator[int]:
         """Branch keys held in the cache (for tests and diagnostics)."""
         return iter(tuple(self._buffers))
