@@ -319,8 +319,14 @@ class StorageError(CortexError, RuntimeError):
             ``unreachable`` (cannot connect or open the database),
             ``not_found`` (no database at that path),
             ``not_a_database`` (the file is not SQLite, or not a cortex-agents database),
-            ``busy`` (another process held setup too long),
-            ``corrupt`` (a stored item is not what cortex-agents wrote).
+            ``busy`` (another process held setup or the write lock too long),
+            ``corrupt`` (a stored item is not what cortex-agents wrote, or the
+            file fails SQLite's integrity check),
+            ``foreign_database`` (another application's database; adopt it explicitly),
+            ``open_transaction`` (a shared connection has another user's open transaction),
+            ``disk_full``, ``io_error``, ``read_only``, ``invalid_data`` (a value
+            the database cannot store), ``database_error`` (any other driver error).
+            A driver error is chained as ``__cause__``.
     """
 
     def __init__(self, code: str, message: str) -> None:
