@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cortex_agents.rewrite.spec import LocalNode, RewriteProposal, SubgraphSpec
 from cortex_agents.substrate.records import RewriteFact
-from cortex_agents.tools.results import error_content, validation_message
+from cortex_agents.tools.results import error_content, json_safe, validation_message
 
 __all__ = [
     "MAX_LISTED_ANCHORS",
@@ -232,8 +232,12 @@ def make_propose_rewrite_tool(context: Any) -> BaseTool:
             args = ProposeRewriteArgs.model_validate(kwargs)
         except ValidationError as exc:
             loc = exc.errors()[0]["loc"]
-            check = "arguments" + "".join(f".{part}" for part in loc)
-            fact = active.reject_malformed(kwargs, check, validation_message(exc), call_id=call_id)
+            check = ("arguments" + "".join(f".{part}" for part in loc))[:200]
+            # what the model sent is recorded as the proposal: bounded and storable (json_safe)
+            proposal = json_safe(kwargs)
+            fact = active.reject_malformed(
+                proposal, check, validation_message(exc), call_id=call_id
+            )
         else:
             fact = active.propose(args_to_proposal(args), call_id=call_id)
         content, rejected = decision_content(fact, active)

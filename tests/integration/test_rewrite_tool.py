@@ -226,3 +226,22 @@ def test_non_finite_numbers_in_arguments_are_refused_and_the_run_goes_on(tmp_pat
     assert fact.check.startswith("arguments.nodes.0.config.x")
     (made,) = [e for e in result.log if isinstance(e, ToolCallMade) and e.tool == "propose_rewrite"]
     assert made.arguments["nodes"][0]["config"] == {"x": "inf", "y": "nan"}
+
+
+def test_hostile_arguments_are_recorded_bounded_and_the_run_goes_on():
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    from cortex_agents.substrate import event_to_dict
+    from tests.integration.test_llm_stages import deep
+
+    hostile = {"operation": "append_after", "anchor": deep(300), "nodes": [2**70], "x": "\ud800"}
+    result, _ = run(CLAIM_REVIEW, model([GAP], [call("propose_rewrite", hostile, "rw-x"), REPORT]))
+    assert result.complete and len(result.state.nodes) == 7
+    (fact,) = result.state.rewrites
+    assert fact.code == "invalid_rewrite"
+    assert fact.proposal["nodes"] == ["<an integer of about 21 digits>"]
+    assert fact.proposal["x"] == "\ufffd"
+    serde = JsonPlusSerializer()
+    for event in result.log:
+        record = event_to_dict(event)
+        assert serde.loads_typed(serde.dumps_typed(record)) == record
