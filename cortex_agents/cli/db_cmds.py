@@ -13,26 +13,75 @@ from rich.table import Table
 
 from cortex_agents.cli.app import app, fail_cleanly, stderr, stdout, write_output
 from cortex_agents.errors import InvalidArgument
-from cortex_agents.persistence import CortexSaver, open_saver, require_database
+from cortex_agents.persistence import CortexSaver, is_postgres_url, open_saver, require_database
+from cortex_agents.persistence.backends import check_writable
 from cortex_agents.persistence.inspection import describe_thread, list_threads
-from cortex_agents.persistence.transfer import export_as_seen_by, export_document, import_document
+from cortex_agents.persistence.transactions import driver_errors
+from cortex_agents.persistence.transfer import (
+    export_as_seen_by,
+    export_document,
+    import_document,
+    import_salvage,
+    quarantined_rows,
+)
 from cortex_agents.snapshot_file import dump_snapshot, load_snapshot, load_snapshot_forensic
+from cortex_agents.snapshot_limits import check_identifier
 
 DbArgument = Annotated[str, typer.Argument(help="A SQLite file or a postgresql:// URL.")]
 ThreadOption = Annotated[str, typer.Option("--thread", help="The thread (run) id.")]
+AdoptOption = Annotated[
+    bool,
+    typer.Option(
+        "--adopt", help="Add cortex tables to an existing database of another application."
+    ),
+]
+SkipCheckOption = Annotated[
+    bool,
+    typer.Option(
+        "--skip-integrity-check",
+        help="Write to a SQLite file even if it fails SQLite's quick integrity check.",
+    ),
+]
 
 
 @contextmanager
-def open_database(db: str, *, create: bool = False) -> Iterator[CortexSaver]:
-    """Open a database for the CLI.
+def open_database(
+    db: str, *, create: bool = False, adopt: bool = False, check_integrity: bool = True
+) -> Iterator[CortexSaver]:
+    """Open a database for the CLI; driver errors inside the block become StorageError.
 
     Without ``create`` (commands that only read) it must already be a
-    cortex-agents database, checked without writing anything.
+    cortex-agents database, checked without writing anything. With it, an
+    existing database must pass SQLite's quick integrity check and be a
+    cortex-agents one, unless ``check_integrity=False`` / ``adopt=True``.
     """
-    if not create:
-        require_database(db)
-    with open_saver(db) as saver:
-        yield saver
+    with driver_errors(f"database {db!r}" if not is_postgres_url(db) else "database"):
+        if create:
+            check_writable(db, adopt=adopt, check_integrity=check_integrity)
+        else:
+            require_database(db)
+        with open_saver(db) as saver:
+            yield saver
+
+
+def _database_files(db: str) -> list[Path]:
+    """A SQLite database's files (itself, its journal and lock sidecars)."""
+    if is_postgres_url(db):
+        return []
+    return [Path(db + suffix) for suffix in ("", "-wal", "-shm", "-journal", ".cortex-locks")]
+
+
+@contextmanager
+def new_files_removed_on_failure(db: str) -> Iterator[None]:
+    """If the block fails, delete the database files it created (a refusal leaves nothing)."""
+    existed = {path for path in _database_files(db) if path.exists()}
+    try:
+        yield
+    except BaseException:
+        for path in _database_files(db):
+            if path not in existed:
+                path.unlink(missing_ok=True)
+        raise
 
 
 @app.command("export")
@@ -60,6 +109,13 @@ def export(
             document = export_document(saver, thread, checkpoint_id=checkpoint)
         text = dump_snapshot(document)
         write_output(output, text)
+        quarantined, _ = quarantined_rows(saver, thread) if as_seen_by is None else ((), ())
+    if quarantined:
+        stderr.print(
+            f"note: {len(quarantined)} rows a forensic import quarantined in {thread!r} are not "
+            f"exported; list them with `cortex-agents validate {db} --thread {thread}`",
+            markup=False,
+        )
     stdout.print(
         f"exported {thread!r}: {len(document.nodes)} nodes, {len(document.edges)} edges -> {output}",
         markup=False,
@@ -72,25 +128,46 @@ def import_(
     db: DbArgument,
     thread: ThreadOption,
     forensic: Annotated[
-        bool, typer.Option(help="Import the valid parts of an invalid file, then report the rest.")
+        bool,
+        typer.Option(
+            help="Import an invalid file: the valid rows into the graph, every other row "
+            "quarantined in the thread; then report them all."
+        ),
     ] = False,
+    adopt: AdoptOption = False,
+    skip_integrity_check: SkipCheckOption = False,
 ) -> None:
     """Import a snapshot file as a new thread (strict: an invalid file writes nothing)."""
     with fail_cleanly():
-        if forensic:
-            salvage = load_snapshot_forensic(snapshot)
-            document, problems = salvage.document, list(salvage.problems)
-        else:
-            document, problems = load_snapshot(snapshot), []
-        with open_database(db, create=True) as saver:
-            report = import_document(saver, thread, document, problems=tuple(problems))
+        check_identifier(thread, "--thread")
+        salvage = load_snapshot_forensic(snapshot) if forensic else None
+        document = salvage.document if salvage else load_snapshot(snapshot)
+        with (
+            new_files_removed_on_failure(db),
+            open_database(
+                db, create=True, adopt=adopt, check_integrity=not skip_integrity_check
+            ) as saver,
+        ):
+            if salvage is not None:
+                report = import_salvage(saver, thread, salvage)
+            else:
+                report = import_document(saver, thread, document)
     stdout.print(
         f"imported {thread!r}: {report.nodes} nodes, {report.edges} edges, {report.events} events",
         markup=False,
     )
-    if report.problems:
-        stderr.print(f"left out ({len(report.problems)} problems):", markup=False)
-        for problem in report.problems:
+    if report.quarantined:
+        stderr.print(
+            f"quarantined in the thread, not in its graph ({len(report.quarantined)} rows, "
+            f"{len(report.problems)} problems):",
+            markup=False,
+        )
+        for row in report.quarantined:
+            for problem in row.problems:
+                stderr.print(f"  {problem} [{row.category}]", markup=False)
+    if report.orphans:
+        stderr.print(f"orphans ({len(report.orphans)}):", markup=False)
+        for problem in report.orphans:
             stderr.print(f"  {problem}", markup=False)
 
 

@@ -13,15 +13,65 @@ import typer
 from rich.table import Table
 
 from cortex_agents.cli.app import app, fail_cleanly, stderr, stdout
-from cortex_agents.cli.db_cmds import open_database
+from cortex_agents.cli.db_cmds import AdoptOption, SkipCheckOption, open_database
 from cortex_agents.errors import InvalidArgument, RunFailed
 from cortex_agents.persistence.transfer import thread_config
-from cortex_agents.runtime import Progress, Runtime, load_wire
+from cortex_agents.runtime import Progress, Runtime, Wire, load_wire
 from cortex_agents.scratch import open_scratch
-from cortex_agents.stages.llm import CHAT_MODEL, chat_model_from_env
+from cortex_agents.snapshot_limits import check_identifier
+from cortex_agents.stages import KINDS
+from cortex_agents.stages.llm import CHAT_MODEL, ModelUnavailable, chat_model_from_env
 from cortex_agents.substrate import NodeScheduled, StageCompleted, StageFailed, StageStarted
 
-__all__ = ["run"]
+__all__ = ["model_stages", "run"]
+
+
+def model_stages(wire: Wire) -> list[str]:
+    """Ids of the stages that need a chat model.
+
+    Those of the shipped LLM kinds (:data:`cortex_agents.stages.KINDS`), and of
+    any kind whose function says so with a truthy ``needs_chat_model`` attribute.
+    """
+    llm = set(KINDS.values())
+    return [
+        stage.id
+        for stage in wire.stages
+        if (fn := wire.kinds[stage.kind].fn) in llm or getattr(fn, "needs_chat_model", False)
+    ]
+
+
+def _require_model(wire: Wire, model: Any) -> None:
+    """Refuse, before anything is created, a wire with LLM stages and no model configured."""
+    needing = model_stages(wire) if model is None else []
+    if needing:
+        shown = ", ".join(needing[:4]) + (", ..." if len(needing) > 4 else "")
+        raise ModelUnavailable(
+            f"wire {wire.name!r} has stages that need a chat model ({shown}) and none is "
+            "configured: set OPENAI_API_KEY (or OPENAI_BASE_URL for an OpenAI-compatible "
+            "server); nothing was created"
+        )
+
+
+def _check_input(runtime: Runtime, thread_id: str, run_input: Any) -> Any:
+    """The input to pass: ``None`` to resume an existing thread with the input it started with.
+
+    A thread is one run of one input: a different ``--input`` on an existing
+    thread is refused (nothing is written), never mixed into it.
+    """
+    if runtime.saver.get_tuple(thread_config(thread_id)) is None:
+        return run_input
+    if run_input is not None:
+        recorded = runtime.graph.get_state(runtime.config(thread_id)).values.get("input")
+        if recorded != run_input:
+            shown = json.dumps(recorded, ensure_ascii=False)
+            raise InvalidArgument(
+                "--input",
+                f"differs from the input thread {thread_id!r} started with ({shown[:200]}); "
+                "run without --input to resume it, or use a new --thread for a new input; "
+                "nothing was run",
+                run_input,
+            )
+    return None
 
 
 def parse_input(text: str | None) -> Any:
@@ -83,17 +133,29 @@ def run(
         float,
         typer.Option(min=0, help="Seconds to wait if another process is advancing the thread."),
     ] = 0.0,
+    adopt: AdoptOption = False,
+    skip_integrity_check: SkipCheckOption = False,
 ) -> None:
-    """Run a wire on a thread until nothing is runnable (resuming it if it exists)."""
+    """Run a wire on a thread until nothing is runnable (resuming it if it exists).
+
+    An existing thread resumes with the input it started with: ``--input``
+    may repeat that input, and a different one is refused.
+    """
     thread_id = thread or uuid.uuid4().hex[:12]
     with fail_cleanly():
+        check_identifier(thread_id, "--thread")
         wire = load_wire(wire_path)
         run_input = parse_input(input_json)
+        model = chat_model_from_env()
+        _require_model(wire, model)  # before the database or the thread exists
         with ExitStack() as stack:
-            saver = stack.enter_context(open_database(db, create=True))
+            saver = stack.enter_context(
+                open_database(
+                    db, create=True, adopt=adopt, check_integrity=not skip_integrity_check
+                )
+            )
             # scratch memory, if the wire declares any, lives in the same database
             scratch = stack.enter_context(open_scratch(db)) if wire.uses_scratch else None
-            model = chat_model_from_env()  # LLM stages fail legibly without one; others never ask
             runtime = Runtime(
                 wire,
                 saver,
@@ -101,15 +163,10 @@ def run(
                 services={CHAT_MODEL: model} if model else {},
                 scratch=scratch,
             )
+            run_input = _check_input(runtime, thread_id, run_input)
             stdout.print(
                 f"running [bold]{wire.name}[/bold] on thread [bold]{thread_id}[/bold] in {db}"
             )
-            if input_json is not None and saver.get_tuple(thread_config(thread_id)) is not None:
-                stderr.print(
-                    f"note: thread {thread_id!r} exists, so it is resumed with the input it "
-                    "started with; --input is ignored",
-                    markup=False,
-                )
             try:
                 result = runtime.run(thread_id, run_input, on_progress=_Printer())
             except RunFailed:

@@ -1,25 +1,108 @@
-"""``cortex-agents validate SNAPSHOT``."""
+"""``cortex-agents validate SNAPSHOT`` and ``cortex-agents validate DB --thread T``."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from cortex_agents.cli.app import app, fail_cleanly, stdout
-from cortex_agents.snapshot_file import load_snapshot
+from cortex_agents.cli.app import app, fail_cleanly, stderr, stdout
+from cortex_agents.cli.db_cmds import open_database
+from cortex_agents.errors import InvalidArgument, InvalidSnapshot
+from cortex_agents.persistence import is_postgres_url
+from cortex_agents.persistence.validation import ThreadReport, validate_thread
+from cortex_agents.snapshot_file import SQLITE_HEADER, load_snapshot
+
+__all__ = ["validate"]
 
 
-@app.command()
-def validate(
-    snapshot: Annotated[Path, typer.Argument(help="Snapshot file (JSON, schema version 1).")],
-) -> None:
-    """Check a snapshot file; list every problem with its location."""
-    with fail_cleanly():
+def _is_database(target: str) -> bool:
+    if is_postgres_url(target):
+        return True
+    try:
+        with Path(target).open("rb") as handle:
+            return handle.read(len(SQLITE_HEADER)) == SQLITE_HEADER
+    except OSError:
+        return False
+
+
+def _file(snapshot: str, as_json: bool) -> None:
+    if _is_database(snapshot):
+        raise InvalidArgument(
+            "--thread", "is required: the target is a database; name the thread to validate", None
+        )
+    try:
         document = load_snapshot(snapshot)
+    except InvalidSnapshot as exc:
+        if as_json:
+            print(json.dumps({"valid": False, "problems": [str(p) for p in exc.problems]}))
+            raise typer.Exit(1) from None
+        raise
+    if as_json:
+        print(json.dumps({"valid": True, "problems": []}))
+        return
     stdout.print(
         f"valid: {snapshot} ({len(document.nodes)} nodes, {len(document.edges)} edges, "
         f"{len(document.rewrites)} rewrites)",
         markup=False,
     )
+
+
+def _print_thread(db: str, report: ThreadReport) -> None:
+    if report.valid:
+        stdout.print(
+            f"valid: thread {report.thread_id!r} in {db} "
+            f"({report.nodes} nodes, {report.edges} edges)",
+            markup=False,
+        )
+    else:
+        lines = report.report()
+        count = len(lines)
+        stderr.print(
+            f"invalid thread {report.thread_id!r} in {db} ({count} problem{'s' * (count != 1)}):",
+            markup=False,
+        )
+        for line in lines:
+            stderr.print(f"  {line}", markup=False)
+    if report.orphans:
+        stderr.print(f"orphans ({len(report.orphans)}):", markup=False)
+        for problem in report.orphans:
+            stderr.print(f"  {problem}", markup=False)
+
+
+@app.command()
+def validate(
+    target: Annotated[
+        str,
+        typer.Argument(
+            metavar="SNAPSHOT|DB",
+            help="A snapshot file (JSON), or with --thread a database (SQLite file or "
+            "postgresql:// URL).",
+        ),
+    ],
+    thread: Annotated[
+        str | None,
+        typer.Option("--thread", help="Validate this stored thread of the database TARGET."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Check a snapshot file, or a stored thread; list every problem with its location.
+
+    A stored thread is checked as its export would be (so it is valid exactly
+    when its export imports), plus its database's integrity and every row a
+    forensic import quarantined in it (dangling edges, cycles, orphans).
+    """
+    with fail_cleanly():
+        if thread is None:
+            _file(target, as_json)
+            return
+        with open_database(target) as saver:
+            report = validate_thread(saver, thread)
+    if as_json:
+        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        _print_thread(target, report)
+    if not report.valid:
+        raise typer.Exit(1)

@@ -29,8 +29,16 @@ from cortex_agents.persistence.urls import (
     redact_url,
     sqlite_path,
 )
+from cortex_agents.snapshot_file import SQLITE_HEADER as _SQLITE_HEADER
 
-__all__ = ["aopen_saver", "is_postgres_url", "memory_saver", "open_saver", "require_database"]
+__all__ = [
+    "aopen_saver",
+    "check_writable",
+    "is_postgres_url",
+    "memory_saver",
+    "open_saver",
+    "require_database",
+]
 
 _MARKER = "cortex_migrations"  # the table every cortex-agents database has from its first open
 _SETUP_KEY = "hashtextextended('cortex_setup', 0)"
@@ -126,6 +134,84 @@ def require_database(db: str | Path) -> None:
             f"{str(db)!r} is not a cortex-agents database (it has no cortex tables); "
             "nothing was changed",
         )
+
+
+def _sqlite_tables(conn: sqlite3.Connection) -> list[str]:
+    rows = conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+        "ORDER BY name"
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def _foreign(where: str, tables: list[str]) -> StorageError:
+    shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
+    return StorageError(
+        "foreign_database",
+        f"{where} holds another application's tables ({shown}) and no cortex-agents tables; "
+        "nothing was changed. To add cortex tables to it, adopt it explicitly "
+        "(--adopt / adopt=True)",
+    )
+
+
+def check_writable(db: str | Path, *, adopt: bool = False, check_integrity: bool = True) -> None:
+    """Check, reading only, that a command may create or write the database at ``db``.
+
+    A missing or empty file is a new database. An existing one must pass
+    SQLite's ``quick_check`` (unless ``check_integrity=False``), and must be a
+    cortex-agents database — or ``adopt=True`` must say that adding cortex
+    tables to another application's database is intended (a Postgres
+    database with tables of its own counts as another application's too).
+
+    Raises:
+        StorageError: ``corrupt`` (the file fails the integrity check),
+            ``foreign_database``, ``not_a_database``, ``unreachable``.
+    """
+    if is_postgres_url(db):
+        import psycopg
+
+        with postgres_reachable(str(db)), psycopg.connect(str(db)) as conn:
+            ours = conn.execute("SELECT to_regclass(%s)", (_MARKER,)).fetchone()[0]
+            if ours is None and not adopt:
+                rows = conn.execute(
+                    "SELECT table_name FROM information_schema.tables "
+                    "WHERE table_schema = current_schema() ORDER BY table_name"
+                ).fetchall()
+                if rows:
+                    raise _foreign(redact_url(str(db)), [r[0] for r in rows])
+        return
+    path = sqlite_path(db)
+    if not path.is_file() or path.stat().st_size == 0:
+        return  # a new database (sqlite_connect explains paths it cannot open)
+    with path.open("rb") as handle:
+        if handle.read(len(_SQLITE_HEADER)) != _SQLITE_HEADER:
+            return  # not SQLite at all: opening it says so
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.DatabaseError as exc:
+        raise sqlite_open_error(db, exc) from None
+    try:
+        if check_integrity:
+            found = [r[0] for r in conn.execute("PRAGMA quick_check(5)").fetchall()]
+            if found != ["ok"]:
+                raise _corrupt(db, "; ".join(found))
+        tables = _sqlite_tables(conn)
+    except sqlite3.DatabaseError as exc:
+        if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_NOTADB:
+            raise sqlite_open_error(db, exc) from None
+        raise _corrupt(db, str(exc)) from exc
+    finally:
+        conn.close()
+    if _MARKER not in tables and tables and not adopt:
+        raise _foreign(repr(str(db)), tables)
+
+
+def _corrupt(db: str | Path, detail: str) -> StorageError:
+    return StorageError(
+        "corrupt",
+        f"{str(db)!r} fails SQLite's integrity check ({detail[:300]}); nothing was written. "
+        "Restore it from a backup, or write anyway (--skip-integrity-check / check_integrity=False)",
+    )
 
 
 def memory_saver(*, channel: str = DEFAULT_CHANNEL) -> CortexSaver:

@@ -307,7 +307,7 @@ def quarantined_rows(
         UnknownThread: no such thread.
     """
     config = thread_config(thread_id)
-    if saver.get_tuple(config) is None:
+    if saver.inner.get_tuple(config) is None:
         raise UnknownThread(thread_id)
     for tup in saver.inner.list(config, filter={"step": -1}):
         metadata = tup.metadata or {}

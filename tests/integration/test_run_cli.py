@@ -102,13 +102,79 @@ def test_a_failing_wire_exits_non_zero_with_the_stage_error(tmp_path):
     assert "'only': KeyError: 'missing input'" in result.output
 
 
-def test_resuming_a_thread_with_a_new_input_says_the_input_is_ignored(tmp_path):
+FLAKY_WIRE = (
+    "from cortex_agents.runtime import WireBuilder\n"
+    "def step(ctx):\n"
+    "    if ctx.run_input.get('fail'):\n"
+    "        raise ValueError('asked to fail')\n"
+    "    return {'seen': ctx.run_input}\n"
+    "wire = WireBuilder('flaky').kind('k', step).stage('only', 'k').build()\n"
+)
+
+
+def test_a_different_input_on_an_existing_thread_is_refused_and_nothing_runs(tmp_path):
+    wire = tmp_path / "flaky.py"
+    wire.write_text(FLAKY_WIRE)
     db = str(tmp_path / "db.sqlite")
-    first = cli("run", DEMO, "--db", db, "--thread", "t", "--input", '{"topic": "a"}')
-    assert first.exit_code == 0 and "ignored" not in first.output
-    again = cli("run", DEMO, "--db", db, "--thread", "t", "--input", '{"topic": "b"}')
-    assert again.exit_code == 0
-    assert "exists, so it is resumed with the input it started with" in again.stderr
+    first = cli("run", wire, "--db", db, "--thread", "t", "--input", '{"fail": true}')
+    assert first.exit_code == 1 and "asked to fail" in first.output
+    before = cli("inspect", db, "--thread", "t", "--json").stdout
+    # the first attempt failed: a new input must not be mixed into the thread
+    other = cli("run", wire, "--db", db, "--thread", "t", "--input", '{"fail": false}')
+    assert other.exit_code == 1
+    assert "`--input` differs from the input thread 't' started with" in other.stderr
+    assert "ignored" not in other.output
+    assert cli("inspect", db, "--thread", "t", "--json").stdout == before  # nothing ran
+    # the same input, or none, resumes the thread with the input it started with
+    for args in (["--input", '{"fail": true}'], []):
+        again = cli("run", wire, "--db", db, "--thread", "t", *args)
+        assert again.exit_code == 1 and "asked to fail" in again.output
+        assert "differs" not in again.output
+    nodes = json.loads(cli("inspect", db, "--thread", "t", "--json").stdout)["nodes"]
+    assert [(n["status"], n["attempts"]) for n in nodes] == [("failed", 3)]
+
+
+def test_run_refuses_another_applications_sqlite_file_unless_told_to_adopt_it(tmp_path):
+    import sqlite3
+
+    db = tmp_path / "app.sqlite"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE users (name TEXT)")
+    conn.execute("INSERT INTO users VALUES ('ada')")
+    conn.commit()
+    conn.close()
+    before = db.read_bytes()
+    refused = cli("run", DEMO, "--db", db, "--thread", "t")
+    assert refused.exit_code == 1
+    assert "holds another application's tables (users)" in refused.stderr
+    assert "--adopt" in refused.stderr and "Traceback" not in refused.output
+    assert db.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.sqlite"]
+    adopted = cli("run", DEMO, "--db", db, "--thread", "t", "--adopt")
+    assert adopted.exit_code == 0, adopted.output
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT name FROM users").fetchall() == [("ada",)]
+    conn.close()
+    again = cli("run", DEMO, "--db", db, "--thread", "t2")  # a cortex database now
+    assert again.exit_code == 0, again.output
+
+
+def test_run_without_a_model_says_so_before_creating_the_database_or_a_thread(
+    tmp_path, monkeypatch
+):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    db = tmp_path / "new.db"
+    result = cli("run", "graphs/claim_review.py", "--db", db, "--thread", "t")
+    assert result.exit_code == 1
+    assert "need a chat model (planner, analyst-a, analyst-b, analyst-c, ...)" in result.stderr
+    assert "OPENAI_API_KEY" in result.stderr and "nothing was created" in result.stderr
+    assert not db.exists() and list(tmp_path.iterdir()) == []
+    assert cli("run", DEMO, "--db", db, "--thread", "other").exit_code == 0  # no model needed
+    again = cli("run", "graphs/claim_review.py", "--db", db, "--thread", "t")
+    assert again.exit_code == 1
+    threads = json.loads(cli("inspect", db, "--json").stdout)
+    assert [t["thread_id"] for t in threads] == ["other"]  # no failed thread left behind
 
 
 def test_run_opens_scratch_memory_in_the_runs_database(tmp_path):

@@ -88,28 +88,6 @@ def test_strict_import_rejects_and_writes_nothing(durable_database, tmp_path, ca
         assert saver.substrate({"configurable": {"thread_id": "new"}}) is None
 
 
-def test_forensic_import_keeps_the_valid_parts_and_reports_the_rest(durable_database, tmp_path):
-    data = json.loads(EXAMPLE.read_text())
-    data["edges"] += [
-        {"source": "merge", "target": "ghost"},
-        {"source": "rewriter", "target": "planner"},
-    ]
-    data["nodes"].append(
-        {"id": "broken", "kind": "x", "status": "done", "captured_at": "2026-01-01T00:00:00Z"}
-    )
-    path = tmp_path / "messy.json"
-    path.write_text(json.dumps(data))
-    result = cli("import", path, durable_database, "--thread", "salvaged", "--forensic")
-    assert result.exit_code == 0, result.output
-    assert "left out (3 problems)" in result.stderr
-    for text in ("unknown node 'ghost'", "closes a cycle rewriter -> planner", "nodes[7].status"):
-        assert text in result.stderr
-    with open_saver(durable_database) as saver:
-        document = export_document(saver, "salvaged")
-        assert {n.id for n in document.nodes} == {n.id for n in load_snapshot(EXAMPLE).nodes}
-        assert len(document.edges) == 8
-
-
 def test_import_refuses_an_existing_thread(open_db):
     with open_db() as saver:
         import_document(saver, "t", load_snapshot(EXAMPLE))
