@@ -8,6 +8,14 @@ local llama.cpp server with the gemma3 270M model (see DEVELOPERS.md):
 
 Writes ``cassettes/<scenario>.yaml`` (the exchanges, auth headers filtered)
 and ``cassettes/<scenario>.json`` (the model settings replay must reuse).
+
+Re-record one scenario at a time with ``--scenario NAME`` (repeatable): only
+the named scenarios' two files are touched. Each scenario is recorded into a
+staging folder inside ``--out`` and its files replace the old ones only when
+the run completed and showed the rewrite outcomes the scenario expects (a
+live model decides what it proposes); otherwise the old files stay as they
+were and the exit status is 1. ``--keep-mismatched`` installs a recording
+whose outcomes differ anyway.
 """
 
 from __future__ import annotations
@@ -39,9 +47,18 @@ def main(argv: list[str] | None = None) -> int:
         help="request field of the cap (llama.cpp's server reads only max_tokens)",
     )
     parser.add_argument(
-        "--scenario", action="append", choices=sorted(SCENARIOS), help="default: all"
+        "--scenario",
+        action="append",
+        choices=sorted(SCENARIOS),
+        help="record only this scenario (repeatable); the others' files are not touched. "
+        "Default: all",
     )
     parser.add_argument("--out", type=Path, default=ROOT / "cassettes")
+    parser.add_argument(
+        "--keep-mismatched",
+        action="store_true",
+        help="install a recording even when its rewrite outcomes differ from the expected ones",
+    )
     args = parser.parse_args(argv)
     settings = RecordedModel(
         base_url=args.base_url,
@@ -51,27 +68,52 @@ def main(argv: list[str] | None = None) -> int:
         max_tokens_field=args.max_tokens_field,
     )
     missed = []
+    args.out.mkdir(parents=True, exist_ok=True)
     for name in args.scenario or sorted(SCENARIOS):
-        scenario = SCENARIOS[name]
-        with tempfile.TemporaryDirectory() as tmp, open_saver(Path(tmp) / "record.db") as saver:
+        if not _record_one(name, settings, args.out, keep_mismatched=args.keep_mismatched):
+            missed.append(name)
+    return 1 if missed else 0
+
+
+def _record_one(name: str, settings: RecordedModel, out: Path, *, keep_mismatched: bool) -> bool:
+    """Record scenario ``name`` into a staging folder; install its files if it is worth keeping."""
+    scenario = SCENARIOS[name]
+    with (
+        tempfile.TemporaryDirectory(dir=out, prefix=f".recording-{name}-") as staging,
+        tempfile.TemporaryDirectory() as tmp,
+        open_saver(Path(tmp) / "record.db") as saver,
+    ):
+        try:
             result = record_scenario(
                 scenario,
                 saver,
                 settings,
-                folder=args.out,
+                folder=Path(staging),
                 api_key=os.environ.get("OPENAI_API_KEY", "sk-local"),
             )
+        except Exception as error:  # the endpoint down, a stage failing: keep the old files
+            print(
+                f"  {name}: recording failed ({error!r}); its cassette is unchanged",
+                file=sys.stderr,
+            )
+            return False
         statuses = {n.id: n.status for n in result.state.nodes.values()}
         outcomes = scenario.outcomes(result)
         print(f"{name}: {statuses}; rewrites: {list(outcomes)}")
-        if outcomes != scenario.expect:
-            missed.append(name)
+        matched = outcomes == scenario.expect
+        if not matched:
             print(
                 f"  {name}: expected rewrite outcomes {list(scenario.expect)}, got {list(outcomes)}; "
-                "the model decided otherwise this time: record it again",
+                "the model decided otherwise this time: record it again"
+                + ("" if keep_mismatched else f" (kept the old {name}.yaml and {name}.json)"),
                 file=sys.stderr,
             )
-    return 1 if missed else 0
+            if not keep_mismatched:
+                return False
+        for suffix in (".yaml", ".json"):
+            os.replace(Path(staging) / f"{name}{suffix}", out / f"{name}{suffix}")
+        print(f"  wrote {out / name}.yaml and .json")
+        return True
 
 
 if __name__ == "__main__":

@@ -14,7 +14,14 @@ import yaml
 from langchain_openai import ChatOpenAI
 from vcr.errors import CannotOverwriteExistingCassetteException
 
-from cortex_agents.testing import NetworkBlocked, network_blocked, record, replay
+from cortex_agents.testing import (
+    MATCH_ON,
+    NetworkBlocked,
+    cassette_config,
+    network_blocked,
+    record,
+    replay,
+)
 
 
 class _Chat(BaseHTTPRequestHandler):
@@ -136,3 +143,25 @@ def test_tiktoken_loads_offline_from_an_empty_cache(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["5", "1"]
     assert len(list(tmp_path.iterdir())) == 2  # both encodings were seeded into the cache
+
+
+def test_cassette_config_overrides_add_to_the_filtered_headers_never_replace_them():
+    default = cassette_config()
+    assert default["match_on"] == MATCH_ON and "body" in default["match_on"]
+    config = cassette_config(
+        {"filter_headers": ["X-Trace", ("Authorization", "redacted")], "match_on": ["method"]}
+    )
+    names = [h[0] if isinstance(h, tuple) else h for h in config["filter_headers"]]
+    assert names[: len(default["filter_headers"])] == default["filter_headers"]
+    assert "X-Trace" in names and names.count("authorization") == 1
+    assert "Authorization" not in names  # the default already filters it, whatever the case
+    assert config["match_on"] == ["method"]
+    assert cassette_config() == default  # nothing shared between calls
+
+
+def test_allowed_hosts_stay_reachable_while_the_network_is_blocked(server):
+    port = int(server.split(":")[2].split("/")[0])
+    with network_blocked(allowed_hosts=["localhost"]):
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    with network_blocked(allowed_hosts=["192.0.2.1"]), pytest.raises(NetworkBlocked):
+        socket.create_connection(("127.0.0.1", port), timeout=2)

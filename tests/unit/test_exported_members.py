@@ -293,11 +293,14 @@ EXPECTED = {
     },
     "cortex_agents.testing": {
         "MATCH_ON",
+        "RECORD_MODES",
         "NetworkBlocked",
+        "cassette_config",
         "cassette_vcr",
         "network_blocked",
         "record",
         "replay",
+        "use_cassette",
     },
 }
 
