@@ -226,8 +226,26 @@ class CortexSaver(BaseCheckpointSaver[str]):
                 parent = self._recall(key) or self._parent_from(
                     key, self.inner.get_tuple(self._parent_config(key))
                 )
+            if self._shares_connection():
+                # one transaction, one sync: the events and the checkpoint commit together
+                with self.store.atomic(self.inner.serde) as joint:  # type: ignore[attr-defined]
+                    stored = self._store_value(config, checkpoint, parent)
+                    return joint.put(config, stored, metadata, new_versions)
             checkpoint = self._store_value(config, checkpoint, parent)
         return self.inner.put(config, checkpoint, metadata, new_versions)
+
+    def _shares_connection(self) -> bool:
+        """Whether the store can hold the inner saver's writes in its own transaction.
+
+        True for :func:`open_saver`'s SQLite pair (one connection): then a put
+        costs one commit instead of two.
+        """
+        conn = getattr(self.store, "conn", None)
+        return (
+            conn is not None
+            and hasattr(self.store, "atomic")
+            and getattr(self.inner, "conn", None) is conn
+        )
 
     def put_writes(
         self,

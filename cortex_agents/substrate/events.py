@@ -47,6 +47,7 @@ __all__ = [
     "check_event",
     "event_from_dict",
     "event_to_dict",
+    "same_event",
     "storable_json",
 ]
 
@@ -327,6 +328,44 @@ def storable_json(value: Any, field: str) -> Any:
             error names ``field`` and the rule.
     """
     return _plain(value, field)
+
+
+def same_event(a: Event, b: Event) -> bool:
+    """Whether two events are the same as stored JSON (``1``, ``1.0`` and ``True`` differ).
+
+    Dataclass ``==`` follows Python, where ``1 == 1.0 == True``; the
+    substrate stores JSON, where they are three different values.
+    """
+    if type(a) is not type(b) or a != b:
+        return False
+    for slot in type(a).__slots__:
+        x, y = getattr(a, slot), getattr(b, slot)
+        if slot == "fact":
+            if not all(_same_json(getattr(x, f), getattr(y, f)) for f in _FACT_FIELDS):
+                return False
+        elif not _same_json(x, y):
+            return False
+    return True
+
+
+def _same_json(x: Any, y: Any) -> bool:
+    """Equal values of equal JSON types, all the way down (iterative)."""
+    stack = [(x, y)]
+    while stack:
+        a, b = stack.pop()
+        if isinstance(a, Mapping):
+            if not isinstance(b, Mapping) or a.keys() != b.keys():
+                return False
+            stack.extend((a[k], b[k]) for k in a)
+        elif isinstance(a, list | tuple):
+            if not isinstance(b, list | tuple) or len(a) != len(b):
+                return False
+            stack.extend(zip(a, b, strict=True))
+        elif type(a) is not type(b) or a != b:
+            return False
+        elif isinstance(a, float) and math.copysign(1.0, a) != math.copysign(1.0, b):
+            return False  # 0.0 and -0.0
+    return True
 
 
 def check_event(event: Event) -> None:

@@ -24,8 +24,14 @@ from datetime import datetime
 from typing import Any, Final, TypeVar, overload
 
 from cortex_agents.errors import InvalidArgument
-from cortex_agents.substrate.branch import Branch, Derived, chain_digest
-from cortex_agents.substrate.events import EVENT_TYPES, Event, check_event, event_from_dict
+from cortex_agents.substrate.branch import Branch, Derived
+from cortex_agents.substrate.events import (
+    EVENT_TYPES,
+    Event,
+    check_event,
+    event_from_dict,
+    same_event,
+)
 from cortex_agents.substrate.fold import fold
 from cortex_agents.substrate.state import GraphState
 
@@ -181,18 +187,20 @@ class SubstrateLog(Sequence[Event]):
         new = [_as_event(e) for e in events]
         if not new:
             return self
-        state = fold(new, self.state)  # validates before anything is shared
         buffer, end = self._buffer, self._length + len(new)
+        if len(buffer.events) >= end and self._holds(new):
+            return SubstrateLog._view(buffer, end)  # validated when they were first appended
+        state = fold(new, self.state)  # validates before anything is shared
         with buffer.lock:
             if not buffer.sealed and len(buffer.events) == self._length:
                 buffer.events.extend(new)
-            elif not self._holds(new):  # a fork of an older view: copy the prefix once
+            else:  # a fork of an older view: copy the prefix once
                 buffer = buffer.fork(self._length, new)
         buffer.remember(end, state)
         return SubstrateLog._view(buffer, end)
 
     def _holds(self, new: Sequence[Event]) -> bool:
-        """Whether the branch already holds exactly ``new`` after this view (by chain hash).
+        """Whether the branch already holds exactly ``new`` after this view (as stored JSON).
 
         Then appending them is adopting them: the same step folded twice (a
         stage that scheduled its successors, then the channel's reducer)
@@ -201,10 +209,8 @@ class SubstrateLog(Sequence[Event]):
         buffer, end = self._buffer, self._length + len(new)
         if len(buffer.events) < end:
             return False
-        digest = self.digest
-        for event in new:
-            digest = chain_digest(digest, event)
-        return digest == buffer.digest(end)
+        held = buffer.events[self._length : end]
+        return all(same_event(a, b) for a, b in zip(held, new, strict=True))
 
 
 def append_events(

@@ -43,7 +43,8 @@ class AppendOnly(Sequence[T], Generic[T]):
     """An immutable sequence that shares one growing buffer with its longer versions.
 
     ``appended`` on the newest version extends the buffer in place (O(new));
-    on an older version it copies first. Every version sees only its prefix.
+    so does appending to an older version exactly the items the buffer holds
+    after it. Otherwise it copies first. Every version sees only its prefix.
     """
 
     __slots__ = ("_items", "_length", "_lock")
@@ -93,8 +94,12 @@ class AppendOnly(Sequence[T], Generic[T]):
         if not items:
             return self
         with self._lock:
-            if len(self._items) == self._length:
-                self._items.extend(items)
+            end = self._length + len(items)
+            if len(self._items) == self._length or (
+                len(self._items) >= end and self._items[self._length : end] == list(items)
+            ):  # the newest version, or the same items appended again: share the buffer
+                if len(self._items) == self._length:
+                    self._items.extend(items)
                 out = AppendOnly.__new__(AppendOnly)
                 out._items, out._length, out._lock = (
                     self._items,

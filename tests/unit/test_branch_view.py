@@ -200,3 +200,15 @@ def test_edges_keep_their_order_in_forks():
     fork = root.prefix(3).appended([EdgeAdded(source="a", target="c", at=at(0))])
     assert [(e.source, e.target) for e in fork.state.edges] == [("a", "c")]
     assert [(e.source, e.target) for e in root.state.edges] == [("a", "b")]
+
+
+def test_events_equal_in_python_but_not_as_json_fork_instead_of_being_adopted():
+    root = SubstrateLog(
+        [NodeScheduled(node_id="a", kind="k", at=at(0)), StageStarted(node_id="a", at=at(1))]
+    )
+    as_int = root.appended([StageCompleted(node_id="a", at=at(2), output={"v": 1})])
+    as_bool = root.appended([StageCompleted(node_id="a", at=at(2), output={"v": True})])
+    assert as_int[-1] == as_bool[-1]  # Python says 1 == True ...
+    assert as_bool.branch is not as_int.branch  # ... the substrate stores different JSON
+    assert as_bool.state.node("a").output["v"] is True
+    assert as_int.digest != as_bool.digest
