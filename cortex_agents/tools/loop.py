@@ -26,7 +26,7 @@ from langgraph.prebuilt import ToolRuntime
 from cortex_agents.errors import InvalidArgument
 from cortex_agents.substrate.events import ToolCallMade
 from cortex_agents.tools.journal import call_summary, tool_call_event
-from cortex_agents.tools.results import tool_error
+from cortex_agents.tools.results import MAX_DEPTH, deeper_than, safe_repr, tool_error
 
 __all__ = ["ToolCall", "ToolLoopResult", "ToolPolicy", "run_tool_loop"]
 
@@ -155,7 +155,11 @@ def _refused(call: Any, code: str, reason: str) -> tuple[ToolMessage, ToolCall]:
     """An error answer to a call that did not run (no such tool, malformed, over the limit)."""
     name, call_id = call.get("name") or "", call.get("id") or ""
     raw = call.get("args")
-    arguments = raw if isinstance(raw, dict) else {"raw": str(raw)[:2000]}
+    arguments = (
+        raw
+        if isinstance(raw, dict)
+        else {"raw": raw[:2000] if isinstance(raw, str) else safe_repr(raw, 2000)}
+    )
     message = tool_error(code, reason, tool_call_id=call_id, name=name)
     record = ToolCall(name, call_id, arguments, "error", str(message.content))
     return message, record
@@ -218,6 +222,13 @@ def run_tool_loop(
                     "too_many_calls",
                     f"at most {policy.max_calls_per_turn} tool calls run per turn; "
                     "this one did not run: call it again in the next turn",
+                )
+            elif call.get("type") != "invalid_tool_call" and deeper_than(call.get("args")):
+                # LangChain itself cannot print such arguments (RecursionError); no tool takes them
+                message, record = _refused(
+                    call,
+                    "invalid_argument",
+                    f"`arguments` nest deeper than {MAX_DEPTH} levels; nothing ran",
                 )
             elif call.get("type") == "invalid_tool_call":
                 message, record = _refused(

@@ -34,6 +34,7 @@ __all__ = [
     "MAX_JOURNAL_BYTES",
     "MAX_STRING_CHARS",
     "bounded_json",
+    "deeper_than",
     "error_content",
     "json_safe",
     "safe_repr",
@@ -171,6 +172,19 @@ def json_safe(
                 items.append(f"…+{len(entries) - keep} more items not recorded")
             parent[slot] = items
     return root[0]
+
+
+def deeper_than(value: Any, depth: int = MAX_DEPTH) -> bool:
+    """Whether containers in ``value`` nest more than ``depth`` levels (checked iteratively)."""
+    stack = [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, Mapping | list | tuple):
+            if level >= depth:
+                return True
+            children = item.values() if isinstance(item, Mapping) else item
+            stack.extend((child, level + 1) for child in children)
+    return False
 
 
 def bounded_json(value: Any, max_bytes: int = MAX_JOURNAL_BYTES) -> Any:

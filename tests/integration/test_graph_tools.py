@@ -103,7 +103,9 @@ def test_create_agent_ranks_the_loaded_run_and_records_the_call_as_a_stage():
     assert [(m["node_id"], m["score"]) for m in made.result["matches"]] == [
         (m.node_id, m.score) for m in expected.matches[: made.result["shown"]]
     ]
-    assert made.result["total"] == expected.total == 5  # settled work only: not reviewer/rewriter
+    assert made.result["total"] == expected.total > 0
+    unsettled = {"reviewer", "rewriter"}  # running and pending in the recorded run
+    assert not unsettled & {m["node_id"] for m in made.result["matches"]}
     assert app.get_state(start()[1]).values["substrate"] == log  # the thread was stored
 
 
@@ -134,8 +136,9 @@ def test_parallel_calls_each_record_their_own_stage_and_later_turns_hang_off_the
     }
     assert "`limit`" in json.loads(made["agent#2"].result["content"])["error"]["message"]
     # an agent's own lookups are not its memory: settled work of the run only
-    assert next(m["node_id"] for m in made["agent#4"].result["matches"]) == "merge"
-    assert all(m["node_id"] != "agent" for m in made["agent#4"].result["matches"])
+    later, first = made["agent#4"].result, made["agent"].result
+    assert later["total"] == first["total"] > 0  # earlier lookups did not join the candidates
+    assert all(m["node_id"] != "agent" for m in later["matches"])
     for event in log:  # LangGraph's serializer stores every event as it is
         record = event_to_dict(event)
         assert SERDE.loads_typed(SERDE.dumps_typed(record)) == record
@@ -201,7 +204,7 @@ def test_create_react_agent_v1_works_the_same():
     out = app.invoke(*start())
     (made,) = [e for e in out["substrate"] if isinstance(e, ToolCallMade)]
     assert made.node_id == "agent" and made.result["status"] == "success"
-    assert made.result["matches"][0]["node_id"] == "merge"
+    assert made.result["total"] > 0 and out["substrate"].state.predecessors("agent") == ("merge",)
 
 
 class ToolGraphState(MessagesState, SubstrateState):

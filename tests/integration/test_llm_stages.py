@@ -91,8 +91,24 @@ def test_claim_review_reviewer_calls_memory_and_sees_analyst_branches_past_the_m
         ("reviewer", "cortex_memory_query", {"query_text": "selection bias", "limit": 3})
     ]
     ranked = [m["node_id"] for m in calls[0].result["matches"]]
-    assert len(ranked) == 3 and ranked[0] == "merge"
+    assert len(ranked) == 3 and ranked == recomputed(result.log, calls[0])
     assert set(calls[0].result["matches"][0]) >= {"score", "graph", "temporal", "semantic", "hops"}
+
+
+def recomputed(log, made: ToolCallMade) -> list[str]:
+    """The ranking the call's resolved query gives on the snapshot its stage was bound to."""
+    from cortex_agents.memory import MemoryHandle, MemorySnapshot
+    from cortex_agents.substrate import StageStarted
+
+    (entry,) = [e for e in log if isinstance(e, StageStarted) and e.node_id == made.node_id]
+    snapshot = MemorySnapshot.from_state(log.prefix(entry.frontier).state, entry.at)
+    handle = MemoryHandle(snapshot, made.node_id)
+    query = made.result["query"]
+    spec = handle.presets.spec(query["preset"], limit=query["limit"])
+    asked = handle.presets.query(query["preset"], text=query["query_text"], scorer=query["scorer"])
+    ranking = handle.rank(spec, asked)
+    assert made.result["total"] == ranking.total
+    return [m.node_id for m in ranking.matches[: made.result["shown"]]]
 
 
 def classic_claim_review():
@@ -307,9 +323,10 @@ def deep(levels: int) -> object:
         {"limit": 2**64},
         {"limit": -(2**63) - 1, "query_text": "\ud800"},
         {"query_text": deep(300)},  # 600 levels: past msgpack's 255 and near Python's recursion
+        {"query_text": deep(600)},  # 1200 levels: LangChain's own str() of the input would fail
         {"routing_key": float("nan"), "preset": "x" * 100_000},
     ],
-    ids=["2^64", "below-int64", "600-levels", "nan-and-long"],
+    ids=["2^64", "below-int64", "600-levels", "1200-levels", "nan-and-long"],
 )
 def test_hostile_arguments_are_refused_and_journaled_storably_on_sqlite(tmp_path, hostile):
     from cortex_agents.persistence import open_saver

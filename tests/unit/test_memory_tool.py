@@ -13,7 +13,14 @@ from hypothesis import strategies as st
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.prebuilt import ToolRuntime
 
-from cortex_agents.memory import BUILTIN_PRESETS, MemoryHandle, Topological
+from cortex_agents.memory import (
+    BUILTIN_PRESETS,
+    MemoryHandle,
+    Preset,
+    PresetRegistry,
+    Topological,
+    WalkSpec,
+)
 from cortex_agents.snapshot_file import load_snapshot
 from cortex_agents.tools.memory_query import make_memory_query_tool, render_matches
 from cortex_agents.tools.tokens import count_tokens
@@ -69,7 +76,13 @@ def test_a_missing_preset_inherits_the_stages(handle):
     message = invoke(make_memory_query_tool(BUILTIN_PRESETS), handle, {})
     assert message.status == "success"
     assert message.artifact["query"]["preset"] == "reviewer"
-    assert [m["node_id"] for m in message.artifact["matches"]][:2] == ["merge", "planner"]
+    # the stage's preset ranked them: the same ranking as the handle's own query with it
+    spec = BUILTIN_PRESETS.spec("reviewer")
+    expected = handle.rank(spec, handle.query_for("reviewer")).matches
+    shown = message.artifact["shown"]
+    assert [m["node_id"] for m in message.artifact["matches"]] == [
+        m.node_id for m in expected[:shown]
+    ]
     classic = MemoryHandle(handle.snapshot, "reviewer")
     assert (
         invoke(make_memory_query_tool(BUILTIN_PRESETS), classic, {}).artifact["query"]["preset"]
@@ -262,12 +275,20 @@ def test_a_call_without_a_limit_materialises_at_most_the_cap_and_says_how_many_e
     events += [NodeScheduled(node_id="me", kind="reviewer", at=T0)]
     events += [EdgeAdded(source=f"n{i:03d}", target="me", at=T0) for i in range(120)]
     snapshot = MemorySnapshot.from_state(fold(events), T0)
-    handle = MemoryHandle(snapshot, "me", strategy=Topological())
-    message = invoke(make_memory_query_tool(BUILTIN_PRESETS), handle, {})
+    unlimited = PresetRegistry([Preset(name="open", spec=WalkSpec())])  # sets no limit
+    tool = make_memory_query_tool(unlimited)
+    handle = MemoryHandle(snapshot, "me", presets=unlimited, strategy=Topological(preset="open"))
+    message = invoke(tool, handle, {})
     artifact = message.artifact
     assert artifact["total"] == 120 and artifact["query"]["limit"] == MAX_RESULTS
     assert 0 < artifact["shown"] == len(artifact["matches"]) < MAX_RESULTS  # the token budget cut
     assert "(70 more ranked below these 50)" in message.content
     # a call that asks for fewer than the cap gets exactly the first ones of the same ranking
-    few = invoke(make_memory_query_tool(BUILTIN_PRESETS), handle, {"limit": 3}).artifact
+    few = invoke(tool, handle, {"limit": 3}).artifact
     assert few["matches"] == artifact["matches"][:3] and few["total"] == 120
+    # a preset's own limit is kept (and never more than the cap)
+    for limit, kept in ((7, 7), (500, MAX_RESULTS)):
+        presets = PresetRegistry([Preset(name="open", spec=WalkSpec(limit=limit))])
+        handle = MemoryHandle(snapshot, "me", presets=presets, strategy=Topological(preset="open"))
+        query = invoke(make_memory_query_tool(presets), handle, {}).artifact["query"]
+        assert query["limit"] == kept
