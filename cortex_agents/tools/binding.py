@@ -177,8 +177,7 @@ class _GraphArgs(BaseModel):
     """What LangGraph passes: the model's arguments, unchecked here, and the injected runtime.
 
     The wrapped tool checks the arguments, so that even a call with bad
-    arguments returns a ``Command`` that journals it (and, if it is the
-    turn's first call, records the turn).
+    arguments returns a ``Command`` that records its stage and journals it.
     """
 
     model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True)
