@@ -136,7 +136,7 @@ def main() -> int:
     for _ in range(max(5, args.calls // 3)):
         handle = MemoryHandle(snapshot, origin, strategy=strategy)
         start = time.perf_counter()
-        matches = handle.query(handle.presets.spec("reviewer"))
+        matches = handle.query(handle.presets.spec("reviewer", limit=None))  # the whole cone
         full = [m.to_dict() for m in matches]
         baseline.append(time.perf_counter() - start)
         baseline_artifact = _size(full)
