@@ -234,7 +234,7 @@ def test_hostile_arguments_are_recorded_bounded_and_the_run_goes_on():
     from cortex_agents.substrate import event_to_dict
     from tests.integration.test_llm_stages import deep
 
-    hostile = {"operation": "append_after", "anchor": deep(300), "nodes": [2**70], "x": "\ud800"}
+    hostile = {"operation": "append_after", "anchor": deep(12), "nodes": [2**70], "x": "\ud800"}
     result, _ = run(CLAIM_REVIEW, model([GAP], [call("propose_rewrite", hostile, "rw-x"), REPORT]))
     assert result.complete and len(result.state.nodes) == 7
     (fact,) = result.state.rewrites
