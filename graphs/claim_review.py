@@ -4,9 +4,10 @@ LLM stages on any LangChain chat model (``ChatOpenAI`` from ``OPENAI_API_KEY``
 / ``OPENAI_BASE_URL`` / ``CORTEX_MODEL`` by default). The reviewer and the
 rewriter sit behind the merge node: their Markov boundary is the merged
 document, not the analyst branches. Under topological memory their own query
-walks past the merge to the analysts (``past_boundary="merge"``,
-``upstream_of_kind="analyst"``), and the reviewer's model may also call
-``cortex_memory_query``.
+recalls the analysts upstream (``upstream_of_kind="analyst"``), ranked by
+their focus (the claim, or the review's gaps) — including a follow-up
+analyst a repair appended after the merge — and the reviewer's model may
+also call ``cortex_memory_query`` (preset ``reviewer``: evidence only).
 
 The rewriter may change the rest of the run: when the review found a gap it
 is offered ``propose_rewrite`` and can append a repair branch after itself —
@@ -24,7 +25,9 @@ from cortex_agents.rewrite import RewritePolicy
 from cortex_agents.runtime import WireBuilder
 from cortex_agents.stages import KINDS
 
-BEHIND_MERGE = Topological(preset="reviewer", past_boundary="merge", upstream_of_kind="analyst")
+# Every analyst upstream, not only those past the merge: a re-review after a repair must see
+# the follow-up analyst that came after it (tools/eval_retrieval.py, re-review family).
+REVIEW_MEMORY = Topological(preset="reviewer", upstream_of_kind="analyst")
 
 # Small local models ignore tools unless told to call one (a capable model can use "auto"), and
 # llama.cpp's server rejects an assistant message whose content is null: send a space instead.
@@ -45,14 +48,14 @@ wire = (
         "reviewer",
         "reviewer",
         after=["merge"],
-        memory=BEHIND_MERGE,
+        memory=REVIEW_MEMORY,
         config={"tools": REVIEWER_TOOLS},
     )
     .stage(
         "rewriter",
         "rewriter",
         after=["reviewer"],
-        memory=BEHIND_MERGE,
+        memory=REVIEW_MEMORY,
         config={"tools": REWRITER_TOOLS, "repair": "on_gap"},
         rewrite=RewritePolicy(forms=("append_after",), attempts=2),
     )

@@ -41,7 +41,7 @@ __all__ = ["BUILTIN_SCORERS", "DEFAULT_SCORER", "Blend", "ScorerEntry", "ScorerR
 
 _NAME: Final = re.compile(r"[A-Za-z0-9_.+-]{1,64}")
 
-DEFAULT_SCORER: Final = "hybrid"
+DEFAULT_SCORER: Final = "wordllama"
 """The scorer of every built-in preset (chosen by the retrieval harness, held-out split)."""
 
 

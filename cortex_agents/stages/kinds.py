@@ -16,9 +16,11 @@ runtime admits or rejects against the run's budget.
 The reviewer and rewriter are where memory strategy shows (seed 001, F4):
 under topological memory their prompt also carries the analyst branches
 *behind* their merge node — their own declared query, e.g.
-``Topological(past_boundary="merge", upstream_of_kind="analyst")`` — and
-their model may call ``cortex_memory_query``; under classic they see their
-direct inputs only, single-shot.
+``Topological(preset="reviewer", upstream_of_kind="analyst")``, ranked
+against their focus (:func:`review_focus`: the config's ``focus``, else the
+gaps of the review they read, else the claim) — and their model may call
+``cortex_memory_query``; under classic they see their direct inputs only,
+single-shot.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ from cortex_agents.stages.outputs import (
 from cortex_agents.tools.delimit import escape_text
 from cortex_agents.tools.propose_rewrite import PROPOSE_REWRITE_TOOL
 
-__all__ = ["KINDS", "analyst", "merge", "planner", "reviewer", "rewriter"]
+__all__ = ["KINDS", "analyst", "merge", "planner", "review_focus", "reviewer", "rewriter"]
 
 DEFAULT_REFS = ("c1", "c2", "c3")
 
@@ -129,9 +131,26 @@ def merge(ctx: StageContext) -> dict[str, Any]:
     return _envelope("merged", Merged(summary=summary, claims=claims, parsed=found is not None))
 
 
+def review_focus(ctx: StageContext) -> str:
+    """What a reviewing stage's own recall ranks against: the config's ``focus``, else the
+    gaps and notes of the reviews among its inputs (a rewriter's case), else the claim."""
+    focus = ctx.config.get("focus")
+    if isinstance(focus, str) and focus.strip():
+        return focus.strip()
+    gaps = []
+    for out in ctx.inputs.values():
+        value = _value(out)
+        if value.get("verdict") == "gap":
+            gaps += [g for g in value.get("gaps", []) if isinstance(g, str)]
+            if isinstance(value.get("notes"), str):
+                gaps.append(value["notes"])
+    return " ".join(gaps).strip() or _claim(ctx)
+
+
 def _with_branches(ctx: StageContext) -> tuple[str, list[str]]:
     """The user message of a reviewing stage: inputs, plus the branches its own query recalls."""
-    recalled = ctx.recall()  # classic: nothing; topological: e.g. the analysts behind the merge
+    # classic: nothing; topological: e.g. the analysts upstream, ranked against the focus
+    recalled = ctx.memory.recall(text=review_focus(ctx) or None)
     block = render_matches_block("analyst_branches", recalled)
     return "\n".join(part for part in (render_inputs(ctx.inputs), block) if part), [
         m.node_id for m in recalled

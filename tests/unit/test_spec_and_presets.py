@@ -5,6 +5,7 @@ import pytest
 from cortex_agents.errors import InvalidArgument, UnknownPreset
 from cortex_agents.memory import (
     BUILTIN_PRESETS,
+    DEFAULT_SCORER,
     Classic,
     Preset,
     Query,
@@ -13,6 +14,7 @@ from cortex_agents.memory import (
     Weights,
     declared_preset,
 )
+from cortex_agents.memory.presets import EVIDENCE_ONLY
 
 
 @pytest.mark.parametrize(
@@ -70,18 +72,25 @@ def test_query_rejects_with_the_field_named(kwargs, field):
     assert caught.value.field == field
 
 
-def test_builtin_presets_carry_the_design_weights():
+def test_builtin_presets_carry_the_harness_chosen_defaults():
+    # tools/eval_retrieval.py picked these on the dev split (README: held-out figures).
     expected = {
-        "default": ("ancestors", (1, 1, 1)),
-        "analyst": ("ancestors", (1, 1, 1)),
-        "reviewer": ("ancestors", (1.5, 1, 1)),
-        "planner": ("bidirectional", (1, 1.5, 1)),
+        "default": ("ancestors", (0.25, 0.25, 1), frozenset()),
+        "analyst": ("ancestors", (0.25, 0.25, 1), frozenset()),
+        "reviewer": ("ancestors", (0.25, 0.25, 1), EVIDENCE_ONLY),
+        "planner": ("bidirectional", (0.25, 0.5, 1), frozenset()),
     }
-    for name, (direction, weights) in expected.items():
-        spec = BUILTIN_PRESETS.spec(name)
+    assert set(BUILTIN_PRESETS) == set(expected)
+    for name, (direction, weights, excluded) in expected.items():
+        preset = BUILTIN_PRESETS.resolve(name)
+        spec = preset.spec
         assert spec.direction == direction
         assert (spec.weights.graph, spec.weights.temporal, spec.weights.semantic) == weights
-        assert spec.alpha == 0.85 and spec.time_scale == 3600.0 and spec.prior == "influence"
+        assert spec.time_scale == 3600.0 and spec.prior == "hop_decay"
+        assert preset.scorer == DEFAULT_SCORER == "wordllama"
+        assert preset.exclude_kinds == excluded and preset.kinds is None
+        assert 10 <= spec.limit <= 20  # an agent rarely reads more; the tool never materialises more
+    assert EVIDENCE_ONLY == {"planner", "merge", "reviewer", "rewriter"}
 
 
 def test_registry_is_open_without_mutating_the_builtins():
@@ -116,9 +125,11 @@ def test_topological_strategy_resolves_structural_arguments():
         upstream_of_kind="analyst",
         routing_key="c1",
     )
-    spec, query = strategy.resolve()
-    assert spec.weights.graph == 1.5 and spec.limit == 4 and spec.past_boundary == "merge"
+    spec, query = strategy.resolve(text="supplier audits")
+    assert spec.prior == "hop_decay" and spec.limit == 4 and spec.past_boundary == "merge"
     assert query.kinds == frozenset({"analyst"}) and query.routing_key == "c1"
+    assert query.text == "supplier audits" and query.exclude_kinds == EVIDENCE_ONLY
+    assert query.scorer is BUILTIN_PRESETS.scorer("reviewer")
     with pytest.raises(UnknownPreset):
         Topological(preset="nope").resolve()
     with pytest.raises(InvalidArgument):

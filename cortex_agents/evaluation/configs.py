@@ -1,0 +1,172 @@
+"""The retrieval configurations the harness compares, each a function of one case.
+
+``shipped-reviewer`` is what a user gets without configuring anything: the
+reviewer stage of the shipped claim-review wire (``graphs/claim_review.py``)
+is bound to the case's snapshot, and its model's ``cortex_memory_query`` call
+with only ``query_text`` runs through the tool's own code
+(:func:`cortex_agents.tools.memory_query.run_memory_query`): the stage's
+preset, prior, weights, limit, kind filters and scorer, and the token budget
+that decides how many matches the model is shown.
+
+The others change one thing at a time against the shipped preset — its
+graph prior, a single axis, its scorer — plus the seed's defaults
+(``seed-reviewer``: weights 1.5/1/1, influence, token Jaccard, every kind)
+and the reviewer stage's own recall (``stage-recall``, what its prompt
+carries). Each returns node ids in rank order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+from cortex_agents.evaluation.cases import LoadedCase
+from cortex_agents.memory.handle import MemoryHandle
+from cortex_agents.memory.presets import PresetRegistry
+from cortex_agents.memory.spec import Query, WalkSpec, Weights
+from cortex_agents.memory.strategy import MemoryStrategy, Topological
+
+__all__ = ["Config", "build_configs", "shipped_reviewer_strategy"]
+
+Ranker = Callable[[LoadedCase], list[str]]
+_DEPTH: Final = 50  # how far a non-tool ranking is read (MRR looks this deep)
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """A named retrieval configuration.
+
+    Attributes:
+        name: Shown in tables and the JSON.
+        description: One line.
+        rank: Node ids in rank order for a case.
+    """
+
+    name: str
+    description: str
+    rank: Ranker
+
+
+def shipped_reviewer_strategy() -> tuple[MemoryStrategy, PresetRegistry]:
+    """The memory strategy and presets of the shipped claim-review wire's reviewer stage."""
+    from cortex_agents.runtime.wire_file import load_wire
+
+    wire = load_wire("graphs/claim_review.py")
+    return wire.stage("reviewer").memory, wire.presets
+
+
+def _tool_ranker(strategy: MemoryStrategy, presets: PresetRegistry) -> Ranker:
+    from cortex_agents.tools.memory_query import MemoryQueryArgs, run_memory_query
+
+    def rank(case: LoadedCase) -> list[str]:
+        handle = MemoryHandle(case.snapshot, case.origin, presets=presets, strategy=strategy)
+        _, artifact = run_memory_query(
+            types.SimpleNamespace(memory=handle), MemoryQueryArgs(query_text=case.query)
+        )
+        return [m["node_id"] for m in artifact["matches"]]
+
+    return rank
+
+
+def _recall_ranker(strategy: MemoryStrategy, presets: PresetRegistry) -> Ranker:
+    def rank(case: LoadedCase) -> list[str]:
+        handle = MemoryHandle(case.snapshot, case.origin, presets=presets, strategy=strategy)
+        return [m.node_id for m in handle.recall(text=case.query)]
+
+    return rank
+
+
+def _ranker(spec: WalkSpec, query_of: Callable[[str], Query]) -> Ranker:
+    spec = dataclasses.replace(spec, limit=_DEPTH)
+
+    def rank(case: LoadedCase) -> list[str]:
+        handle = MemoryHandle(case.snapshot, case.origin)
+        return [m.node_id for m in handle.query(spec, query_of(case.query))]
+
+    return rank
+
+
+def build_configs(scorers: tuple[str, ...] | None = None) -> list[Config]:
+    """Every configuration, ``shipped-reviewer`` first.
+
+    Args:
+        scorers: The scorers to compare (default: every built-in one that loads).
+    """
+    strategy, presets = shipped_reviewer_strategy()
+    preset_name = strategy.preset if isinstance(strategy, Topological) else "default"
+    preset = presets.resolve(preset_name)
+    base = dataclasses.replace(preset.spec, limit=None)
+
+    def shipped_query(scorer: str | None = None) -> Callable[[str], Query]:
+        return lambda text: presets.query(preset_name, text=text, scorer=scorer)
+
+    def with_weights(**weights: float) -> WalkSpec:
+        return dataclasses.replace(base, weights=Weights(**weights))
+
+    jaccard = presets.scorers.load("jaccard")
+    configs = [
+        Config(
+            "shipped-reviewer",
+            f"reviewer stage's tool call with only query_text (preset {preset_name!r})",
+            _tool_ranker(strategy, presets),
+        ),
+        Config(
+            "stage-recall",
+            "the reviewer stage's own recall, with its focus as text",
+            _recall_ranker(strategy, presets),
+        ),
+        Config(
+            "seed-reviewer",
+            "seed defaults: weights 1.5/1/1, influence, token Jaccard, every kind",
+            _ranker(WalkSpec(weights=Weights(graph=1.5)), lambda t: Query(text=t, scorer=jaccard)),
+        ),
+        Config(
+            "baseline:hop_decay",
+            "seed weights 1.5/1/1 with the hop-decay prior, token Jaccard",
+            _ranker(
+                WalkSpec(weights=Weights(graph=1.5), prior="hop_decay"),
+                lambda t: Query(text=t, scorer=jaccard),
+            ),
+        ),
+    ]
+    for prior in ("influence", "hop_decay"):
+        configs.append(
+            Config(
+                f"prior:{prior}",
+                f"shipped preset with the {prior} prior",
+                _ranker(dataclasses.replace(base, prior=prior), shipped_query()),
+            )
+        )
+    for axis in ("graph", "temporal", "semantic"):
+        weights = {"graph": 0.0, "temporal": 0.0, "semantic": 0.0, axis: 1.0}
+        configs.append(
+            Config(
+                f"axis:{axis}",
+                f"the {axis} axis alone (shipped prior, scorer, filters)",
+                _ranker(with_weights(**weights), shipped_query()),
+            )
+        )
+    names = scorers if scorers is not None else tuple(presets.scorers)
+    for name in names:
+        try:
+            presets.scorers.load(name)
+        except Exception:
+            continue
+        configs.append(
+            Config(
+                f"scorer:{name}",
+                f"shipped preset with the {name} scorer",
+                _ranker(base, shipped_query(name)),
+            )
+        )
+        configs.append(
+            Config(
+                f"semantic:{name}",
+                f"the {name} scorer alone (semantic axis only)",
+                _ranker(with_weights(graph=0, temporal=0, semantic=1), shipped_query(name)),
+            )
+        )
+    return configs

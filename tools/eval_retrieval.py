@@ -1,0 +1,107 @@
+"""Retrieval quality, measured: recall@3, nDCG@5 and MRR per configuration.
+
+    python tools/eval_retrieval.py                      # the project's dev set, dev split
+    python tools/eval_retrieval.py --split heldout      # the held-out split (report these)
+    python tools/eval_retrieval.py --cases FILE.json    # any labelled set in the case format
+    python tools/eval_retrieval.py --json               # last line: {"cases": N, "configs": {...}, ...}
+    python tools/eval_retrieval.py --chart recall.html  # recall@3 by config and family
+    python tools/eval_retrieval.py --write-devset all.json --split all   # the dev set as a case file
+
+A case file is a JSON list of ``{"snapshot", "origin", "query", "relevant"}``
+objects (see :mod:`cortex_agents.evaluation.cases`). ``shipped-reviewer`` is
+what a reviewer stage's ``cortex_memory_query`` call with only ``query_text``
+returns with the shipped defaults (see :mod:`cortex_agents.evaluation.configs`).
+Metrics are defined in :mod:`cortex_agents.evaluation.metrics`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from cortex_agents.errors import CortexError
+from cortex_agents.evaluation.cases import load_cases, read_cases
+from cortex_agents.evaluation.configs import build_configs
+from cortex_agents.evaluation.devset import generate_cases
+from cortex_agents.evaluation.report import METRICS, evaluate, html_chart
+
+
+def _table(result: dict, title: str) -> Table:
+    families = list(result["families"])
+    table = Table(title=title, title_justify="left")
+    table.add_column("config", no_wrap=True)
+    for metric in METRICS:
+        table.add_column(metric, justify="right")
+    for family in families:
+        table.add_column(f"r@3 {family} ({result['families'][family]['cases']})", justify="right")
+    shipped = result["configs"].get("shipped-reviewer", {}).get("recall@3")
+    for name, scores in result["configs"].items():
+        style = "bold" if name == "shipped-reviewer" else None
+        cells = [f"{scores[m]:.3f}" for m in METRICS]
+        cells += [f"{result['families'][f]['configs'][name]['recall@3']:.3f}" for f in families]
+        table.add_row(name, *cells, style=style)
+    if shipped is not None:
+        table.caption = "recall@3 = |relevant ∩ top 3| / min(|relevant|, 3); bold: shipped defaults"
+    return table
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", type=Path, help="a case file (default: the project's dev set)")
+    parser.add_argument("--split", choices=("dev", "heldout", "all"), default="dev",
+                        help="which split of the project's dev set (ignored with --cases)")  # fmt: skip
+    parser.add_argument("--scorer", action="append", dest="scorers",
+                        help="compare only these scorers (repeatable; default: every one that loads)")  # fmt: skip
+    parser.add_argument("--config", action="append", dest="only",
+                        help="run only these configurations (repeatable)")  # fmt: skip
+    parser.add_argument("--json", action="store_true", help="print one JSON object last")
+    parser.add_argument("--chart", type=Path, help="write an HTML chart of recall@3 here")
+    parser.add_argument(
+        "--write-devset", type=Path, help="write the chosen split as a case file and exit"
+    )
+    args = parser.parse_args(argv)
+    console = Console(stderr=args.json, width=170)
+
+    if args.write_devset:
+        cases = [c.to_json() for c in generate_cases(args.split)]
+        args.write_devset.write_text(json.dumps(cases, ensure_ascii=False), encoding="utf-8")
+        console.print(f"wrote {len(cases)} cases to {args.write_devset}")
+        return 0
+    try:
+        if args.cases:
+            cases = load_cases(args.cases)
+            source = str(args.cases)
+        else:
+            cases = read_cases([c.to_json() for c in generate_cases(args.split)])
+            source = f"dev set, {args.split} split"
+        configs = build_configs(tuple(args.scorers) if args.scorers else None)
+    except CortexError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.only:
+        configs = [c for c in configs if c.name in args.only]
+    with Progress(
+        TextColumn("[progress.description]{task.description}"), BarColumn(),
+        MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True,
+    ) as progress:  # fmt: skip
+        task = progress.add_task(f"{len(configs)} configs", total=len(cases))
+        result = evaluate(cases, configs, advance=lambda: progress.advance(task))
+    result["source"] = source
+    title = f"retrieval on {source}: {len(cases)} cases"
+    console.print(_table(result, title))
+    if args.chart:
+        args.chart.write_text(html_chart(result, title), encoding="utf-8")
+        console.print(f"chart: {args.chart}")
+    if args.json:
+        print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
