@@ -1,17 +1,97 @@
-"""The typer application and its error boundary."""
+"""The typer application and its error boundary.
+
+Commands load lazily: ``cortex-agents --help`` lists every command from
+:data:`COMMANDS` without importing one, and a command's module (with the
+runtime, LangGraph, the memory engine it needs) is imported only when that
+command runs or shows its own help. So start-up costs only what the command
+in hand uses.
+"""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, Final
 
+import click
 import typer
+import typer.main
 from rich.console import Console
+from typer.core import TyperGroup
 
 from cortex_agents.errors import CortexError
 
-__all__ = ["app", "fail_cleanly", "main", "memory_app", "stderr", "stdout", "write_output"]
+__all__ = [
+    "COMMANDS",
+    "app",
+    "fail_cleanly",
+    "load_commands",
+    "main",
+    "memory_app",
+    "stderr",
+    "stdout",
+    "write_output",
+]
+
+COMMANDS: Final[dict[str, tuple[str, str]]] = {
+    "export": ("db_cmds", "Write a thread's substrate as a snapshot file."),
+    "import": (
+        "db_cmds",
+        "Import a snapshot file as a new thread (strict: an invalid file writes nothing).",
+    ),
+    "inspect": ("db_cmds", "List a database's threads, or one thread's nodes, edges and rewrites."),
+    "run": (
+        "run_cmd",
+        "Run a wire on a thread until nothing is runnable (resuming it if it exists).",
+    ),
+    "demo": (
+        "demo_cmd",
+        "Run the claim-review workflow from its recorded LLM exchanges: no key, no network.",
+    ),
+    "graph": (
+        "graph_cmd",
+        "Draw a thread's graph: status per node, rewrite-added and retired nodes, "
+        "rejected proposals.",
+    ),
+    "validate": (
+        "validate_cmd",
+        "Check a snapshot file, or a stored thread; list every problem with its location.",
+    ),
+    "memory": ("memory_cmd", "Query memory."),
+}
+"""Each command: the module under ``cortex_agents.cli`` that registers it, and its summary."""
+
+
+def load_commands(*names: str) -> None:
+    """Import the modules that register these commands (every command when none is named)."""
+    for name in names or tuple(COMMANDS):
+        importlib.import_module(f"cortex_agents.cli.{COMMANDS[name][0]}")
+
+
+class _LazyGroup(TyperGroup):
+    """A group that lists commands from :data:`COMMANDS` and imports one only to run it."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*COMMANDS, *(n for n in super().list_commands(ctx) if n not in COMMANDS)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is None and cmd_name in COMMANDS:
+            summary = COMMANDS[cmd_name][1]
+            return click.Command(cmd_name, help=summary, short_help=summary)  # for listings
+        return command
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else None
+        if name in COMMANDS:
+            load_commands(name)
+            self.commands[name] = typer.main.get_command(app).commands[name]  # type: ignore[attr-defined]
+        return super().resolve_command(ctx, args)
+
 
 app = typer.Typer(
     name="cortex-agents",
@@ -19,6 +99,7 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    cls=_LazyGroup,
 )
 memory_app = typer.Typer(help="Query memory.", no_args_is_help=True)
 app.add_typer(memory_app, name="memory")
@@ -49,6 +130,6 @@ def write_output(target: Path, data: str | bytes) -> None:
         raise typer.Exit(1) from None
 
 
-def main() -> None:
+def main() -> Any:
     """Console entry point."""
-    app()
+    return app()
