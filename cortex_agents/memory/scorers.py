@@ -214,7 +214,9 @@ class ScorerRegistry(Mapping[str, ScorerEntry]):
                     part_entry = self.entry(part)
                 except UnknownScorer as exc:
                     raise ScorerUnavailable(entry.name, f"blend part: {exc}") from None
-                parts.append((self._load(part_entry, (*seen, entry.name)), weight))
+                loaded = self._load(part_entry, (*seen, entry.name))
+                self._loaded.setdefault(part, loaded)  # `hybrid` and `wordllama` share vectors
+                parts.append((self._loaded[part], weight))
             try:
                 return Blend(parts)
             except InvalidArgument as exc:

@@ -121,6 +121,7 @@ def test_a_blend_is_the_weighted_mean_of_its_parts_and_loads_once():
     # jaccard("a b", "a c") = 1/3; (1 * 1/3 + 3 * 0.5) / 4
     assert mix("a b", "a c") == pytest.approx((1 / 3 + 1.5) / 4)
     assert scorers.load("mix") is mix
+    assert mix.parts[1][0] is scorers.load("half")  # a blend shares its parts' instances
 
 
 def test_a_blend_cycle_is_unavailable():
