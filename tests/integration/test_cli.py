@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cortex_agents.cli import app
-from cortex_agents.memory import WalkSpec, Weights, query_vectorised
+from cortex_agents.memory import BUILTIN_PRESETS, WalkSpec, Weights, query_vectorised
 from cortex_agents.snapshot_file import load_snapshot
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "claim_review.json"
@@ -65,17 +65,46 @@ def test_json_output_shape_and_exact_values(fanout_file):
     assert [list(row) for row in rows] == [
         ["node_id", "score", "hops", "graph", "temporal", "semantic"]
     ] * 4
-    expected = query_vectorised(load_snapshot(fanout_file).to_memory_snapshot(), "reviewer")
+    expected = query_vectorised(
+        load_snapshot(fanout_file).to_memory_snapshot(),
+        "reviewer",
+        BUILTIN_PRESETS.spec("default"),
+        BUILTIN_PRESETS.query("default"),
+    )
     assert [(r["node_id"], r["score"], r["graph"]) for r in rows] == [
         (m.node_id, m.score, m.graph) for m in expected
     ]
 
 
+def test_scorer_flag_picks_the_semantic_scorer(fanout_file):
+    def semantic(*flags):
+        result = invoke(
+            "memory", "query", fanout_file, "--origin", "reviewer", "--json",
+            "--text", "analyst-b text", *flags,
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        return {r["node_id"]: r["semantic"] for r in json.loads(result.stdout)}
+
+    jaccard = semantic("--scorer", "jaccard")
+    # "analyst-b wrote this" vs "analyst-b text": tokens {analyst, b, wrote, this} / {analyst, b, text}
+    assert jaccard["analyst-b"] == pytest.approx(2 / 5)
+    assert jaccard["planner"] == 0.0
+    default = semantic()  # the preset's scorer: wordllama
+    assert default == semantic("--scorer", "wordllama") != jaccard
+    assert default["planner"] > 0.0  # embeddings see some likeness where no token is shared
+    result = invoke("memory", "query", fanout_file, "--origin", "reviewer", "--scorer", "bm25")
+    assert result.exit_code == 1
+    assert "unknown scorer 'bm25'" in result.output and "'jaccard'" in result.output
+
+
 def test_flags_override_the_preset(fanout_file):
     graph_only = ["--weights", "graph=1,temporal=0,semantic=0", "--json"]
     influence = json.loads(
-        invoke("memory", "query", fanout_file, "--origin", "reviewer", *graph_only).stdout
-    )
+        invoke(
+            "memory", "query", fanout_file, "--origin", "reviewer", "--prior", "influence",
+            *graph_only,
+        ).stdout
+    )  # fmt: skip
     assert [r["node_id"] for r in influence] == ["planner", "analyst-a", "analyst-b", "analyst-c"]
     assert influence[0]["graph"] == pytest.approx(0.7225, abs=1e-15)
     assert all(r["score"] == r["graph"] for r in influence)
@@ -115,21 +144,29 @@ def test_partial_weights_keep_the_presets_other_axes(fanout_file):
         "planner",
         "--json",
     )
-    spec = WalkSpec(weights=Weights(graph=1.5, temporal=1, semantic=2))
+    spec = BUILTIN_PRESETS.spec("reviewer", weights=Weights(graph=0.25, temporal=0.25, semantic=2))
     expected = query_vectorised(
         load_snapshot(fanout_file).to_memory_snapshot(),
         "reviewer",
         spec,
-        __import__("cortex_agents").Query(text="planner"),
+        BUILTIN_PRESETS.query("reviewer", text="planner"),
     )
+    assert expected and isinstance(spec, WalkSpec)
     assert [r["score"] for r in json.loads(result.stdout)] == [m.score for m in expected]
 
 
 def test_table_output_names_the_nodes():
-    result = invoke("memory", "query", EXAMPLE, "--origin", "reviewer", "--preset", "reviewer")
+    result = invoke("memory", "query", EXAMPLE, "--origin", "reviewer", "--preset", "default")
     assert result.exit_code == 0
     for node_id in ("merge", "planner", "analyst-a", "analyst-b", "analyst-c"):
         assert node_id in result.stdout
+    # the reviewer preset recalls evidence only: no planner, no merge
+    evidence = invoke(
+        "memory", "query", EXAMPLE, "--origin", "reviewer", "--preset", "reviewer", "--json"
+    )
+    assert {r["node_id"] for r in json.loads(evidence.stdout)} == {
+        "analyst-a", "analyst-b", "analyst-c"
+    }  # fmt: skip
 
 
 def test_validate_accepts_a_valid_file():
@@ -240,4 +277,12 @@ def test_console_entry_point_runs_as_a_module():
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert [row["node_id"] for row in json.loads(done.stdout)] == ["merge", "planner"]
+    expected = query_vectorised(
+        load_snapshot(EXAMPLE).to_memory_snapshot(),
+        "reviewer",
+        BUILTIN_PRESETS.spec("reviewer", limit=2),
+        BUILTIN_PRESETS.query("reviewer"),
+    )
+    rows = json.loads(done.stdout)
+    assert [row["node_id"] for row in rows] == [m.node_id for m in expected]
+    assert {row["node_id"] for row in rows} <= {"analyst-a", "analyst-b", "analyst-c"}
