@@ -101,8 +101,16 @@ def encode_event(event: Event) -> str:
 
 
 def decode_event(body: str) -> Event:
-    """The event of a stored row."""
-    return event_from_dict(json.loads(body))
+    """The event of a stored row.
+
+    Raises:
+        StorageError: ``corrupt``, the row is not JSON (it was damaged after it was written).
+    """
+    try:
+        data = json.loads(body)
+    except ValueError as exc:
+        raise StorageError("corrupt", f"a stored event row is not JSON ({exc})") from exc
+    return event_from_dict(data)
 
 
 class Transaction(ABC):

@@ -161,3 +161,15 @@ def test_driver_errors_outside_integrity_are_mapped_with_their_cause(tmp_path):
             import_document(saver, "t2", load_snapshot(EXAMPLE))
         assert caught.value.code == "read_only"
         assert isinstance(caught.value.__cause__, sqlite3.OperationalError)
+
+
+def test_a_damaged_event_row_is_reported_as_corrupt_by_every_reader(tmp_path):
+    db = database(tmp_path)
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE cortex_events SET body = '{' WHERE seq = 3")
+    conn.commit()
+    conn.close()
+    for command in (("inspect", db), ("export", db, "--thread", "t", "-o", tmp_path / "o.json")):
+        result = cli(*command)
+        assert result.exit_code == 1
+        assert "a stored event row is not JSON" in result.stderr, result.stderr
