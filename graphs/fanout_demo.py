@@ -4,9 +4,10 @@ Run it::
 
     cortex-agents run graphs/fanout_demo.py --db fanout.db --thread demo --input '{"claim": "..."}'
 
-The reviewer queries its memory (preset ``reviewer``: ancestors, graph axis
-weighted 1.5) through its handle and records the ranked node ids as
-``ranking``. ``cortex-agents export fanout.db --thread demo --as-seen-by
+The reviewer recalls its memory (its declared strategy, preset ``reviewer``:
+the evidence among its ancestors — planner, merge, reviewer and rewriter
+outputs left out — text first, then recency and hop decay) through its handle
+and records the ranked node ids as ``ranking``. ``cortex-agents export fanout.db --thread demo --as-seen-by
 reviewer -o seen.json`` writes the snapshot it saw, and
 ``cortex-agents memory query seen.json --origin reviewer --preset reviewer --json``
 reproduces that ranking exactly.
@@ -49,8 +50,8 @@ def merge(ctx: StageContext) -> dict[str, Any]:
 
 
 def review(ctx: StageContext) -> dict[str, Any]:
-    """Rank memory with the reviewer preset and record the ranking."""
-    matches = ctx.memory.query(ctx.memory.presets.spec("reviewer"))
+    """Recall memory with the stage's declared query (preset ``reviewer``) and record the ranking."""
+    matches = ctx.memory.recall()
     return {
         "ranking": [m.node_id for m in matches],
         "scores": {m.node_id: m.score for m in matches},

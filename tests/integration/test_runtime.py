@@ -39,7 +39,9 @@ def test_fanout_demo_runs_and_its_reviewer_ranks_its_memory():
     result = Runtime(wire, memory_saver(), clock=clock()).run("t", {"claim": "C"})
     assert result.complete and not result.failures
     review = result.outputs["reviewer"]
-    assert review["ranking"] == ["merge", "planner", "analyst-c", "analyst-b", "analyst-a"]
+    # the reviewer preset recalls evidence (no planner, no merge); with no query text and
+    # the analysts at one distance, the most recently settled comes first
+    assert review["ranking"] == ["analyst-c", "analyst-b", "analyst-a"]
     assert list(review["scores"]) == review["ranking"]
 
 
