@@ -1,0 +1,37 @@
+"""Retrieval evaluation: labelled cases, metrics, the configurations compared, the dev set.
+
+``tools/eval_retrieval.py`` is the command; this package is what it (and the
+tests that hold the shipped defaults to a recall floor) are made of:
+
+* :mod:`~cortex_agents.evaluation.cases` — case files (snapshot, origin, query, relevant);
+* :mod:`~cortex_agents.evaluation.metrics` — recall@k, nDCG@k, MRR, defined there;
+* :mod:`~cortex_agents.evaluation.configs` — ``shipped-reviewer`` (through the tool's
+  own code) and the priors, single axes and scorers it is compared with;
+* :mod:`~cortex_agents.evaluation.devset` — the generated, labelled dev set (dev and
+  held-out splits), from the text bank in :mod:`~cortex_agents.evaluation.topics`;
+* :mod:`~cortex_agents.evaluation.report` — scoring every configuration on every case.
+"""
+
+from cortex_agents.evaluation.cases import LoadedCase, load_cases, read_cases
+from cortex_agents.evaluation.configs import Config, build_configs
+from cortex_agents.evaluation.devset import FAMILIES, SPLITS, Case, generate_cases
+from cortex_agents.evaluation.metrics import ndcg_at, recall_at, reciprocal_rank, score_ranking
+from cortex_agents.evaluation.report import evaluate, html_chart
+
+__all__ = [
+    "FAMILIES",
+    "SPLITS",
+    "Case",
+    "Config",
+    "LoadedCase",
+    "build_configs",
+    "evaluate",
+    "generate_cases",
+    "html_chart",
+    "load_cases",
+    "ndcg_at",
+    "read_cases",
+    "recall_at",
+    "reciprocal_rank",
+    "score_ranking",
+]

@@ -21,6 +21,7 @@ or load one from a file (:mod:`cortex_agents.runtime.wire_file`).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from cortex_agents.errors import (
     UnknownPreset,
     UnknownScorer,
 )
+from cortex_agents.memory.embedding import EmbeddingCache
 from cortex_agents.memory.influence import canonical_order
 from cortex_agents.memory.presets import BUILTIN_PRESETS, PresetRegistry
 from cortex_agents.memory.strategy import Classic, MemoryStrategy, Topological
@@ -207,6 +209,15 @@ class Wire:
     def rewrites(self) -> bool:
         """Whether any stage may propose rewrites."""
         return any(s.rewrite is not None for s in self.stages)
+
+    def with_embedding_cache(self, cache: EmbeddingCache) -> Wire:
+        """The same wire, its embedding scorers keeping body vectors in ``cache``.
+
+        With :class:`cortex_agents.embeddings.StoreEmbeddingCache` over the run's
+        store, a resumed run (or any later run on the same store) embeds no body
+        it embedded before.
+        """
+        return dataclasses.replace(self, presets=self.presets.with_embedding_cache(cache))
 
     def order(self) -> list[NodeId]:
         """Stage ids in canonical topological order."""

@@ -327,3 +327,15 @@ stages:
         load_wire(tmp_path / "wire.yaml")
     assert [p.location for p in caught.value.problems] == ["presets.mine.scorer"]
     assert "pip install ghost" in caught.value.problems[0].message
+
+
+def test_a_wire_with_an_embedding_cache_shares_it_with_every_embedding_scorer():
+    cache = InMemoryEmbeddingCache()
+    presets = BUILTIN_PRESETS.with_scorers(
+        ScorerEntry(name="hash", scorer=EmbeddingScorer(HashEmbedder()))
+    ).with_presets(Preset(name="hashed", spec=SEMANTIC_ONLY, scorer="hash"))
+    wire = _wire(Topological(preset="hashed"), presets).with_embedding_cache(cache)
+    assert wire.presets.scorers.cache is cache and wire.stage("t").memory.preset == "hashed"
+    handle = MemoryHandle(fanout(), "reviewer", presets=wire.presets)
+    handle.query(SEMANTIC_ONLY, handle.query_for("hashed", text="audit"))
+    assert len(cache) == 3  # planner, a, b: bodies went to the wire's cache
