@@ -340,6 +340,41 @@ class CortexSaver(BaseCheckpointSaver[str]):
             for key in [k for k in self._cursors if k[0] == thread_id]:
                 del self._cursors[key]
 
+    # -- optional capabilities (see persistence/thread_ops.py) ---------------------------
+    def forget_thread(self, thread_id: str) -> None:
+        """Drop what this saver remembers of a thread (its rows were rewritten elsewhere)."""
+        self._forget(str(thread_id))
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy every checkpoint, pending write and substrate event of a thread to a new one."""
+        from cortex_agents.persistence.thread_ops import copy_thread
+
+        copy_thread(self, source_thread_id, target_thread_id)
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints (and writes) of these runs (``metadata.run_id``)."""
+        from cortex_agents.persistence.thread_ops import delete_for_runs
+
+        delete_for_runs(self, run_ids)
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Keep only each namespace's latest checkpoint (``keep_latest``), or none (``delete``)."""
+        from cortex_agents.persistence.thread_ops import prune
+
+        prune(self, thread_ids, strategy)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """:meth:`copy_thread`, off the event loop."""
+        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """:meth:`delete_for_runs`, off the event loop."""
+        await asyncio.to_thread(self.delete_for_runs, run_ids)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """:meth:`prune`, off the event loop."""
+        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
+
     # -- substrate access and locking ----------------------------------------------------
     def substrate(self, config: RunnableConfig) -> SubstrateLog | None:
         """The substrate of a checkpoint (the thread's latest when no ``checkpoint_id``)."""

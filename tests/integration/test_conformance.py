@@ -1,4 +1,9 @@
-"""langgraph-checkpoint-conformance (0.0.2) base checks on every saver we ship."""
+"""langgraph-checkpoint-conformance (0.0.2) on every saver we ship, async and sync.
+
+The suite drives the async API; the sync savers are driven through their sync methods
+(``tests.conformance_support.sync_driven``). Besides the base capabilities every saver
+offers the optional ones CortexSaver implements: copy_thread, delete_for_runs, prune.
+"""
 
 from __future__ import annotations
 
@@ -8,22 +13,37 @@ from contextlib import AsyncExitStack
 import pytest
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 
-from cortex_agents.persistence import aopen_saver, memory_saver
+from cortex_agents.persistence import aopen_saver, memory_saver, open_saver
+from tests.conformance_support import sync_driven
+
+CAPABILITIES = (
+    "put",
+    "put_writes",
+    "get_tuple",
+    "list",
+    "delete_thread",
+    "copy_thread",
+    "delete_for_runs",
+    "prune",
+)
 
 
-def registered(kind: str, tmp_path, postgres_url: str | None):
-    @checkpointer_test(name=f"CortexSaver[{kind}]")
+def registered(kind: str, drive: str, tmp_path, postgres_url: str | None):
+    @checkpointer_test(name=f"CortexSaver[{kind}]/{drive}")
     async def factory():
         if kind == "memory":
-            yield memory_saver()
+            saver = memory_saver()
+            yield saver if drive == "async" else sync_driven(saver)
             return
         # the suites count rows, so each gets a fresh database
         target = str(tmp_path / f"{uuid.uuid4().hex}.db") if kind == "sqlite" else postgres_url
         async with AsyncExitStack() as stack:
             if kind == "postgres":
                 target = await stack.enter_async_context(_fresh_postgres(postgres_url))
-            saver = await stack.enter_async_context(aopen_saver(target))
-            yield saver
+            if drive == "async":
+                yield await stack.enter_async_context(aopen_saver(target))
+            else:
+                yield sync_driven(stack.enter_context(open_saver(target)))
 
     return factory
 
@@ -47,13 +67,14 @@ def _fresh_postgres(server_url: str):
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("drive", ["async", "sync"])
 @pytest.mark.parametrize(
     "kind", ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 )
-async def test_conformance_base(kind, tmp_path, request):
+async def test_conformance(kind, drive, tmp_path, request):
     server = request.getfixturevalue("postgres_server") if kind == "postgres" else None
-    report = await validate(registered(kind, tmp_path, server))
-    assert report.passed_all_base(), report.to_dict()
+    report = await validate(registered(kind, drive, tmp_path, server))
     results = report.to_dict()["results"]
-    for capability in ("put", "put_writes", "get_tuple", "list", "delete_thread"):
-        assert results[capability]["tests_passed"] > 0, capability  # the suite really ran
+    for capability in CAPABILITIES:  # every capability ran, and passed
+        assert results[capability]["tests_passed"] > 0, (capability, results[capability])
+        assert results[capability]["tests_failed"] == 0, (capability, results[capability])
