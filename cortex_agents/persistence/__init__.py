@@ -4,11 +4,14 @@
 :class:`CortexSaver` over LangGraph's SQLite or Postgres saver with the
 substrate tables in the same database; :func:`memory_saver` keeps both in
 memory. Use the saver as any checkpointer, and hold :meth:`CortexSaver.lock`
-around an invocation to keep one writer per thread.
+around an invocation to keep one writer per thread. :func:`import_document`
+writes a snapshot as a thread in one transaction; :func:`validate_thread`
+checks a stored thread as a file would be checked.
 """
 
 from cortex_agents.persistence.backends import (
     aopen_saver,
+    check_writable,
     is_postgres_url,
     memory_saver,
     open_saver,
@@ -31,12 +34,16 @@ from cortex_agents.persistence.sql import (
 from cortex_agents.persistence.store import Cursor, SubstrateStore
 from cortex_agents.persistence.transfer import (
     ImportReport,
+    QuarantinedRow,
     UnknownThread,
     document_events,
     export_document,
     import_document,
+    import_salvage,
+    quarantined_rows,
     thread_config,
 )
+from cortex_agents.persistence.validation import ThreadReport, validate_thread
 from cortex_agents.persistence.view import SubstrateView, open_view
 
 __all__ = [
@@ -49,24 +56,30 @@ __all__ = [
     "PostgresLocks",
     "PostgresSubstrateStore",
     "ProcessLocks",
+    "QuarantinedRow",
     "SqliteSubstrateStore",
     "SubstrateStore",
     "SubstrateView",
     "ThreadLocks",
+    "ThreadReport",
     "ThreadSummary",
     "UnknownThread",
     "aopen_saver",
+    "check_writable",
     "describe_thread",
     "document_events",
     "export_document",
     "import_document",
+    "import_salvage",
     "is_postgres_url",
     "list_threads",
     "memory_saver",
     "open_saver",
     "require_database",
     "open_view",
+    "quarantined_rows",
     "sqlite_connect",
     "thread_config",
     "thread_log",
+    "validate_thread",
 ]

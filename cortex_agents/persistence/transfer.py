@@ -36,6 +36,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 from cortex_agents.errors import InvalidArgument, Problem, UnknownNode
 from cortex_agents.memory.snapshot import MemorySnapshot
 from cortex_agents.persistence.saver import CortexSaver
+from cortex_agents.persistence.thread_ops import one_transaction
 from cortex_agents.snapshot_events import document_events
 from cortex_agents.snapshot_file import LeftOut, Salvage, SnapshotDocument
 from cortex_agents.snapshot_limits import check_identifier
@@ -212,16 +213,13 @@ def memory_snapshot(
 @contextmanager
 def _one_transaction(saver: CortexSaver, thread_id: str) -> Iterator[CortexSaver]:
     """A saver whose substrate and checkpoint writes commit together, or not at all."""
-    atomic = getattr(saver.store, "atomic", None)
-    if atomic is None:  # the in-memory twin: nothing can half-commit, but undo what did
-        try:
-            yield saver
-        except BaseException:
+    try:
+        with one_transaction(saver) as target:
+            yield target
+    except BaseException:
+        if getattr(saver.store, "atomic", None) is None:  # the in-memory twin: undo what did
             saver.delete_thread(thread_id)
-            raise
-        return
-    with atomic(saver.inner.serde) as inner:
-        yield CortexSaver(inner, saver.store, channel=saver.channel, locks=saver.locks)
+        raise
 
 
 def _quarantine(row: LeftOut) -> QuarantinedRow:
