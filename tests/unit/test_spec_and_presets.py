@@ -89,8 +89,10 @@ def test_builtin_presets_carry_the_harness_chosen_defaults():
         assert spec.time_scale == 3600.0 and spec.prior == "hop_decay"
         assert preset.scorer == DEFAULT_SCORER == "wordllama"
         assert preset.exclude_kinds == excluded and preset.kinds is None
-        assert 10 <= spec.limit <= 20  # an agent rarely reads more; the tool never materialises more
-    assert EVIDENCE_ONLY == {"planner", "merge", "reviewer", "rewriter"}
+        assert (
+            10 <= spec.limit <= 20
+        )  # an agent rarely reads more; the tool never materialises more
+    assert {"planner", "merge", "reviewer", "rewriter"} == EVIDENCE_ONLY
 
 
 def test_registry_is_open_without_mutating_the_builtins():
