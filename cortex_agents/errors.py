@@ -9,6 +9,7 @@ working for callers who do not know this tree::
     ├── UnknownPreset(LookupError)       a preset name the registry does not hold (.name, .known)
     ├── UnknownScorer(LookupError)       a scorer name the registry does not hold (.name, .known)
     ├── ScorerUnavailable(RuntimeError)  a registered scorer cannot load (.name, .reason, .install)
+    ├── UnknownProjection(LookupError)   a projection name the registry does not hold (.name, .known)
     ├── UnknownNode(LookupError)         a node id the snapshot does not hold (.node_id)
     ├── CycleError(ValueError)           a relation that must be acyclic is not (.cycle)
     ├── InvalidSnapshot(ValueError)      a snapshot file or value broke the format (.problems)
@@ -56,6 +57,7 @@ __all__ = [
     "ThreadBusy",
     "UnknownNode",
     "UnknownPreset",
+    "UnknownProjection",
     "UnknownScorer",
 ]
 
@@ -120,6 +122,28 @@ class UnknownScorer(CortexError, LookupError):
         self.known = tuple(known)
         super().__init__(
             f"unknown scorer {name!r}; known scorers: {', '.join(map(repr, self.known))}"
+        )
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class UnknownProjection(CortexError, LookupError):
+    """A typed projection name that the projection registry does not hold.
+
+    Attributes:
+        name: The requested name.
+        known: The names the registry does hold, sorted.
+    """
+
+    code = "unknown_projection"
+
+    def __init__(self, name: str, known: Sequence[str]) -> None:
+        self.name = name
+        self.known = tuple(known)
+        super().__init__(
+            f"unknown projection {name!r}; known projections: "
+            f"{', '.join(map(repr, self.known)) or 'none'}"
         )
 
     def __str__(self) -> str:

@@ -26,6 +26,7 @@ from cortex_agents.memory.handle import MemoryHandle
 from cortex_agents.memory.influence import DEFAULT_ALPHA, canonical_order, dag_random_walk_influence
 from cortex_agents.memory.match import Match, Ranking
 from cortex_agents.memory.presets import BUILTIN_PRESETS, Preset, PresetRegistry
+from cortex_agents.memory.projections import BUILTIN_PROJECTIONS, Projection, ProjectionRegistry
 from cortex_agents.memory.reference import query_reference
 from cortex_agents.memory.scorers import (
     BUILTIN_SCORERS,
@@ -52,6 +53,9 @@ from cortex_agents.memory.strategy import Classic, MemoryStrategy, Topological, 
 from cortex_agents.memory.walk import bfs_distance, walk_candidates
 
 __all__ = [
+    "BUILTIN_PROJECTIONS",
+    "Projection",
+    "ProjectionRegistry",
     "BUILTIN_PRESETS",
     "BUILTIN_SCORERS",
     "DEFAULT_ALPHA",

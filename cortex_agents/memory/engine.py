@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -259,6 +259,11 @@ def _semantic(index: SnapshotIndex, query: Query, nodes: IntArray) -> FloatArray
     return np.clip(_scorer_axis(index, fields, query.scorer, query.text, nodes), 0.0, 1.0)
 
 
+def _output(raw: Any, projected: Any) -> Any:
+    """What a match carries: the projected slice under a typed projection, else the raw output."""
+    return raw if projected is None else projected
+
+
 def _clamp(values: FloatArray) -> FloatArray:
     return np.clip(np.nan_to_num(values, nan=0.0, posinf=1.0, neginf=0.0), 0.0, 1.0)
 
@@ -364,7 +369,7 @@ def rank_vectorised(
                 routing_key=fields.routing_keys[node_index],
                 body_text=fields.bodies[node_index],
                 evidence=fields.evidence[node_index],
-                output=node.output,
+                output=_output(node.output, fields.projected[node_index]),
             )
         )
     return Ranking(tuple(matches), len(nodes))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Final, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -54,9 +55,13 @@ class ExtractedFields:
     routing_key: str | None
     body_text: str
     evidence: tuple[str, ...] = ()
+    projected: Any = None
+    """The slice a typed projection read (``None``: no projection; matches carry the raw output)."""
 
 
 Extractor = Callable[[Any], ExtractedFields | None]
+
+_NOT_DECODED: Final = ExtractedFields(None, "", (), MappingProxyType({}))
 
 
 def _is_envelope(value: Any) -> bool:
@@ -120,8 +125,10 @@ def projection_extractor(
             mapping or a string (read with the default field rules).
 
     Returns:
-        An extractor returning ``None`` for outputs that do not decode as
-        ``model``, so nodes of other types contribute an empty body.
+        An extractor whose fields carry the slice as ``projected`` (a match
+        then holds the slice, never the full artifact — seed 001, F7). An
+        output that does not decode as ``model`` gives an empty body and an
+        empty slice, so nodes of other types show nothing of their payload.
     """
 
     def extract(output: Any) -> ExtractedFields | None:
@@ -130,13 +137,17 @@ def projection_extractor(
         try:
             artifact = model.model_validate(peel_envelope(output))
         except ValidationError:
-            return None
+            return _NOT_DECODED
         sliced = projection(artifact)
         if isinstance(sliced, ExtractedFields):
-            return sliced
+            if sliced.projected is not None:
+                return sliced
+            shown = {"routing_key": sliced.routing_key, "body_text": sliced.body_text}
+            return ExtractedFields(sliced.routing_key, sliced.body_text, sliced.evidence, shown)
         if isinstance(sliced, BaseModel):
             sliced = sliced.model_dump(mode="json")
-        return fields_of(sliced)
+        fields = fields_of(sliced)
+        return ExtractedFields(fields.routing_key, fields.body_text, fields.evidence, sliced)
 
     extract.__qualname__ = f"projection_extractor({model.__name__})"
     return extract

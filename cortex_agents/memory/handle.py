@@ -89,15 +89,23 @@ class MemoryHandle:
         """The :class:`Query` a tool call naming ``preset`` runs in this stage.
 
         The preset gives the scorer and kind filters; a topological stage that
-        declares ``scorer`` overrides the preset's for every call; the call
-        gives ``text`` and ``routing_key``.
+        declares ``scorer`` overrides the preset's for every call, and one that
+        declares ``projection`` reads every output through it; the call gives
+        ``text`` and ``routing_key``.
 
         Raises:
             UnknownPreset: no such preset.
             UnknownScorer, ScorerUnavailable: the scorer is not registered or cannot load.
+            UnknownProjection: the declared projection is not registered.
         """
-        override = self.strategy.scorer if isinstance(self.strategy, Topological) else None
-        return self.presets.query(preset, text=text, routing_key=routing_key, scorer=override)
+        declared = self.strategy if isinstance(self.strategy, Topological) else None
+        return self.presets.query(
+            preset,
+            text=text,
+            routing_key=routing_key,
+            scorer=declared.scorer if declared else None,
+            projection=declared.projection if declared else None,
+        )
 
     @property
     def influence_computations(self) -> int:

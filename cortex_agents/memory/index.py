@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -119,6 +119,7 @@ class FieldsIndex:
         routing_lookup: Routing key -> interned id.
         bodies: Body text per node.
         evidence: Evidence strings per node.
+        projected: The slice a typed projection read, per node (``None``: the raw output).
     """
 
     routing_keys: list[str]
@@ -126,6 +127,7 @@ class FieldsIndex:
     routing_lookup: dict[str, int]
     bodies: list[str]
     evidence: list[tuple[str, ...]]
+    projected: list[Any]
     _vectors: dict[str, Matrix] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -251,14 +253,16 @@ def _extract_all(snapshot: MemorySnapshot, ids: list[NodeId], extractor: Callabl
     routing_keys: list[str] = []
     bodies: list[str] = []
     evidence: list[tuple[str, ...]] = []
+    projected: list[Any] = []
     for node_id in ids:
         node = snapshot.nodes[node_id]
         fields = extractor(node.output) or _EMPTY_FIELDS
         routing_keys.append(fields.routing_key if fields.routing_key is not None else node.kind)
         bodies.append(fields.body_text)
         evidence.append(tuple(fields.evidence))
+        projected.append(fields.projected)
     lookup: dict[str, int] = {}
     routing_ids = np.fromiter(
         (lookup.setdefault(key, len(lookup)) for key in routing_keys), np.int64, len(ids)
     )
-    return FieldsIndex(routing_keys, routing_ids, lookup, bodies, evidence)
+    return FieldsIndex(routing_keys, routing_ids, lookup, bodies, evidence, projected)

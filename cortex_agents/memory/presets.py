@@ -26,6 +26,7 @@ from typing import Any, Final
 
 from cortex_agents.errors import InvalidArgument, UnknownPreset
 from cortex_agents.memory.embedding import EmbeddingCache
+from cortex_agents.memory.projections import BUILTIN_PROJECTIONS, Projection, ProjectionRegistry
 from cortex_agents.memory.scorers import (
     BUILTIN_SCORERS,
     DEFAULT_SCORER,
@@ -76,17 +77,22 @@ class Preset:
 
 
 class PresetRegistry(Mapping[str, Preset]):
-    """An immutable name -> :class:`Preset` mapping, with the scorers its presets name.
+    """An immutable name -> :class:`Preset` mapping, with the scorers and projections its queries name.
 
     Args:
         presets: The presets it holds.
         scorers: Where preset scorer names resolve (default :data:`BUILTIN_SCORERS`).
+        projections: Where a stage's projection name resolves (default: none registered).
     """
 
-    __slots__ = ("_presets", "_scorers")
+    __slots__ = ("_presets", "_projections", "_scorers")
 
     def __init__(
-        self, presets: Iterable[Preset] = (), *, scorers: ScorerRegistry = BUILTIN_SCORERS
+        self,
+        presets: Iterable[Preset] = (),
+        *,
+        scorers: ScorerRegistry = BUILTIN_SCORERS,
+        projections: ProjectionRegistry = BUILTIN_PROJECTIONS,
     ) -> None:
         table: dict[str, Preset] = {}
         for preset in presets:
@@ -95,13 +101,28 @@ class PresetRegistry(Mapping[str, Preset]):
             table[preset.name] = preset
         if not isinstance(scorers, ScorerRegistry):
             raise InvalidArgument("scorers", "must be a `ScorerRegistry`", scorers)
+        if not isinstance(projections, ProjectionRegistry):
+            raise InvalidArgument("projections", "must be a `ProjectionRegistry`", projections)
         self._presets = table
         self._scorers = scorers
+        self._projections = projections
 
     @property
     def scorers(self) -> ScorerRegistry:
         """The scorer registry preset scorer names resolve in."""
         return self._scorers
+
+    @property
+    def projections(self) -> ProjectionRegistry:
+        """The typed projections a stage's memory declaration may name."""
+        return self._projections
+
+    def _with(self, presets: Iterable[Preset] | None = None, **parts: Any) -> PresetRegistry:
+        return PresetRegistry(
+            self._presets.values() if presets is None else presets,
+            scorers=parts.get("scorers", self._scorers),
+            projections=parts.get("projections", self._projections),
+        )
 
     def __getitem__(self, name: str) -> Preset:
         return self._presets[name]
@@ -148,23 +169,30 @@ class PresetRegistry(Mapping[str, Preset]):
         routing_key: str | None = None,
         scorer: str | None = None,
         kinds: frozenset[str] | None = None,
+        projection: str | None = None,
     ) -> Query:
         """The :class:`Query` a call naming preset ``name`` runs.
 
         The preset gives the scorer (unless ``scorer`` names another) and the
         kind filters (``kinds``, when given, replaces the preset's); the call
-        gives the text and the routing key.
+        gives the text and the routing key; ``projection`` names the typed
+        projection memory reads through (default: the whole output).
 
         Raises:
             UnknownPreset, UnknownScorer, ScorerUnavailable: as :meth:`scorer`.
+            UnknownProjection: ``projection`` is not registered.
         """
         preset = self.resolve(name)
+        extra: dict[str, Any] = {}
+        if projection is not None:
+            extra["extractor"] = self._projections.resolve(projection).extractor
         return Query(
             text=text,
             routing_key=routing_key,
             kinds=kinds if kinds is not None else preset.kinds,
             exclude_kinds=preset.exclude_kinds,
             scorer=self._scorers.load(scorer or preset.scorer),
+            **extra,
         )
 
     def with_presets(self, *presets: Preset, replace_existing: bool = False) -> PresetRegistry:
@@ -180,7 +208,7 @@ class PresetRegistry(Mapping[str, Preset]):
                     "preset.name", "already exists (pass replace_existing=True)", preset.name
                 )
             table[preset.name] = preset
-        return PresetRegistry(table.values(), scorers=self._scorers)
+        return self._with(table.values())
 
     def with_scorers(self, *entries: ScorerEntry, replace_existing: bool = False) -> PresetRegistry:
         """A new registry whose scorer registry also holds ``entries``.
@@ -189,14 +217,25 @@ class PresetRegistry(Mapping[str, Preset]):
             InvalidArgument: a scorer name already exists and ``replace_existing`` is false.
         """
         scorers = self._scorers.with_scorers(*entries, replace_existing=replace_existing)
-        return PresetRegistry(self._presets.values(), scorers=scorers)
+        return self._with(scorers=scorers)
 
     def with_embedding_cache(self, cache: EmbeddingCache) -> PresetRegistry:
         """A new registry whose embedding scorers keep body vectors in ``cache``
         (e.g. :class:`cortex_agents.embeddings.StoreEmbeddingCache` over the run's store)."""
-        return PresetRegistry(
-            self._presets.values(), scorers=self._scorers.with_embedding_cache(cache)
+        return self._with(scorers=self._scorers.with_embedding_cache(cache))
+
+    def with_projections(
+        self, *projections: Projection, replace_existing: bool = False
+    ) -> PresetRegistry:
+        """A new registry whose stages may also name ``projections`` (seed 001, F7).
+
+        Raises:
+            InvalidArgument: a name already exists and ``replace_existing`` is false.
+        """
+        registry = self._projections.with_projections(
+            *projections, replace_existing=replace_existing
         )
+        return self._with(projections=registry)
 
 
 DEFAULT_LIMIT: Final = 10

@@ -129,7 +129,7 @@ def query_reference(
                 routing_key=routing_key,
                 body_text=fields.body_text,
                 evidence=fields.evidence,
-                output=node.output,
+                output=node.output if fields.projected is None else fields.projected,
             )
         )
     matches.sort(key=lambda m: (-m.score, m.hops, m.node_id))

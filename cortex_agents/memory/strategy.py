@@ -41,6 +41,8 @@ class Topological:
         upstream_of_kind: Only nodes of this kind.
         scorer: A scorer name that replaces the preset's, for every query of
             the stage (its own recall and its model's tool calls).
+        projection: A typed projection's name (seed 001, F7): every query of
+            the stage reads that slice of each output, and matches carry it.
     """
 
     preset: str = "default"
@@ -49,10 +51,18 @@ class Topological:
     past_boundary: str | None = None
     upstream_of_kind: str | None = None
     scorer: str | None = None
+    projection: str | None = None
     name: Literal["topological"] = "topological"
 
     def __post_init__(self) -> None:
-        for attr in ("preset", "routing_key", "past_boundary", "upstream_of_kind", "scorer"):
+        for attr in (
+            "preset",
+            "routing_key",
+            "past_boundary",
+            "upstream_of_kind",
+            "scorer",
+            "projection",
+        ):
             value = getattr(self, attr)
             if value is not None and (not isinstance(value, str) or not value):
                 raise InvalidArgument(attr, "must be a non-empty string", value)
@@ -69,6 +79,7 @@ class Topological:
         Raises:
             UnknownPreset: ``preset`` is not in ``presets``.
             UnknownScorer, ScorerUnavailable: the scorer is not registered or cannot load.
+            UnknownProjection: the projection is not registered.
         """
         overrides: dict[str, Any] = {}
         if self.limit is not None:
@@ -79,7 +90,12 @@ class Topological:
         spec = dataclasses.replace(spec, **overrides) if overrides else spec
         kinds = frozenset({self.upstream_of_kind}) if self.upstream_of_kind else None
         query = presets.query(
-            self.preset, text=text, routing_key=self.routing_key, scorer=self.scorer, kinds=kinds
+            self.preset,
+            text=text,
+            routing_key=self.routing_key,
+            scorer=self.scorer,
+            kinds=kinds,
+            projection=self.projection,
         )
         return spec, query
 

@@ -34,6 +34,7 @@ from cortex_agents.errors import (
     Problem,
     ScorerUnavailable,
     UnknownPreset,
+    UnknownProjection,
     UnknownScorer,
 )
 from cortex_agents.memory.embedding import EmbeddingCache
@@ -320,6 +321,11 @@ def _strategy_problems(strategy: Any, where: str, wire: Wire) -> list[Problem]:
         wire.presets.resolve(strategy.preset)
     except UnknownPreset as exc:
         problems.append(Problem(f"{where}.preset", str(exc)))
+    if strategy.projection is not None:
+        try:
+            wire.presets.projections.resolve(strategy.projection)
+        except UnknownProjection as exc:
+            problems.append(Problem(f"{where}.projection", str(exc)))
     for attr in ("past_boundary", "upstream_of_kind"):
         kind = getattr(strategy, attr)
         if kind is not None and kind not in wire.kinds:

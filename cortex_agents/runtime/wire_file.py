@@ -35,6 +35,13 @@ TOML and YAML files are validated by pydantic; every problem names its field::
     [scorers.mixed]                # ... or a weighted blend of registered scorers
     parts = { mine = 1, jaccard = 1 }
 
+    [projections.headline]         # typed projections (seed 001, F7): the artifact's model ...
+    model = "my_artifacts.py:Analysis"   # ... as "module:Class" or "file.py:Class"
+    fields = ["claim_ref", "finding"]    # ... and the fields memory reads and shows
+
+A stage reads through a projection with
+``memory = { strategy = "topological", projection = "headline" }``.
+
 Every scorer a topological stage may use is loaded when the wire is
 validated: a missing package or a corrupt model file is reported then,
 naming the scorer and how to install it.
@@ -59,6 +66,7 @@ from pydantic import ValidationError as PydanticValidationError
 from cortex_agents.bundled import bundled_path
 from cortex_agents.errors import CortexError, InvalidArgument, InvalidWire, Problem
 from cortex_agents.memory.presets import BUILTIN_PRESETS, Preset, PresetRegistry
+from cortex_agents.memory.projections import Projection
 from cortex_agents.memory.scorers import DEFAULT_SCORER, ScorerEntry
 from cortex_agents.memory.spec import WalkSpec, Weights
 from cortex_agents.memory.strategy import Classic, Topological
@@ -81,6 +89,7 @@ class _Memory(_Strict):
     past_boundary: str | None = None
     upstream_of_kind: str | None = None
     scorer: str | None = None
+    projection: str | None = None
 
 
 class _Rewrite(_Strict):
@@ -137,6 +146,12 @@ class _Scorer(_Strict):
     install: str = ""
 
 
+class _Projection(_Strict):
+    model: str
+    fields: list[str]
+    description: str = ""
+
+
 class _WireFile(_Strict):
     name: str
     on_failure: Literal["stop", "continue"] = "stop"
@@ -145,6 +160,7 @@ class _WireFile(_Strict):
     budget: _Budget = _Budget()
     presets: dict[str, _Preset] = {}
     scorers: dict[str, _Scorer] = {}
+    projections: dict[str, _Projection] = {}
 
 
 def _where(loc: tuple[Any, ...]) -> str:
@@ -206,6 +222,7 @@ def _from_data(data: Any, base: Path) -> Wire:
         ) from None
     problems: list[Problem] = []
     presets = _with_scorers(BUILTIN_PRESETS, spec.scorers, base, problems)
+    presets = _with_projections(presets, spec.projections, base, problems)
     for name, p in spec.presets.items():
         try:
             walk = WalkSpec(
@@ -265,6 +282,7 @@ def _from_data(data: Any, base: Path) -> Wire:
                     past_boundary=stage.memory.past_boundary,
                     upstream_of_kind=stage.memory.upstream_of_kind,
                     scorer=stage.memory.scorer,
+                    projection=stage.memory.projection,
                 )
             )
         except InvalidArgument as exc:
@@ -329,6 +347,27 @@ def _with_scorers(
     except InvalidArgument as exc:
         problems.append(Problem(f"scorers.{exc.value}", exc.rule))
         return presets
+
+
+def _with_projections(
+    presets: PresetRegistry,
+    projections: dict[str, _Projection],
+    base: Path,
+    problems: list[Problem],
+) -> PresetRegistry:
+    """``presets`` with the file's ``[projections]`` registered (problems collected, not raised)."""
+    declared = []
+    for name, p in projections.items():
+        where = f"projections.{name}"
+        try:
+            model = _resolve(p.model, base, f"{where}.model")
+            declared.append(Projection.of_fields(name, model, p.fields, p.description))
+        except InvalidWire as exc:
+            problems += exc.problems
+        except InvalidArgument as exc:
+            field = exc.field.removeprefix("projection.")
+            problems.append(Problem(f"{where}.{field}", f"{exc.rule} (got {exc.value!r})"))
+    return presets.with_projections(*declared) if declared else presets
 
 
 def _unloaded(ctx: Any) -> Any:  # stands in for a kind that failed to load; never runs

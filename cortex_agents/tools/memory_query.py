@@ -184,8 +184,9 @@ def check_token_budget(budget: object, field: str = "memory_token_budget") -> in
     return budget
 
 
-def _shown(match: Match, body: str) -> dict[str, Any]:
-    return {
+def _shown(match: Match, body: str, *, projected: bool = False) -> dict[str, Any]:
+    """A shown match; under a typed projection, with the projected fields it read."""
+    shown = {
         "node_id": match.node_id,
         "kind": match.kind,
         "status": match.status,
@@ -197,6 +198,9 @@ def _shown(match: Match, body: str) -> dict[str, Any]:
         "routing_key": match.routing_key,
         "body_text": body,
     }
+    if projected:
+        shown["projected"] = match.output
+    return shown
 
 
 def _capped(artifact: dict[str, Any]) -> dict[str, Any]:
@@ -238,7 +242,7 @@ def run_memory_query(
         The text for the model and the artifact: ``{"tool", "query", "total",
         "shown", "matches"}``, where ``query`` holds every resolved argument
         (preset, direction, scope, routing_key, query_text,
-        max_graph_distance, limit, scorer, token_budget), so the ranking can be
+        max_graph_distance, limit, scorer, projection, token_budget), so the ranking can be
         recomputed from the snapshot the stage was bound to, and ``matches``
         holds the ``shown`` matches the text shows.
 
@@ -259,7 +263,9 @@ def run_memory_query(
     spec = dataclasses.replace(spec, **{k: v for k, v in overrides.items() if v is not None})
     query = handle.query_for(preset, text=args.query_text, routing_key=args.routing_key)
     ranking = handle.rank(spec, query)
-    override = handle.strategy.scorer if isinstance(handle.strategy, Topological) else None
+    declared = handle.strategy if isinstance(handle.strategy, Topological) else None
+    override = declared.scorer if declared else None
+    projection = declared.projection if declared else None
     resolved = {
         "preset": preset,
         "direction": spec.direction,
@@ -269,16 +275,22 @@ def run_memory_query(
         "max_graph_distance": spec.max_distance,
         "limit": spec.limit,
         "scorer": override or handle.presets.resolve(preset).scorer,
+        "projection": projection,
         "token_budget": budget,
     }
     header = {"preset": preset, "direction": spec.direction, "scope": spec.scope}
+    if projection is not None:
+        header["projection"] = projection
     text, bodies = _render(ranking.matches, header, ranking.total, budget)
     artifact = {
         "tool": MEMORY_RESULTS,
         "query": resolved,
         "total": ranking.total,
         "shown": len(bodies),
-        "matches": [_shown(m, body) for m, body in zip(ranking.matches, bodies, strict=False)],
+        "matches": [
+            _shown(m, body, projected=projection is not None)
+            for m, body in zip(ranking.matches, bodies, strict=False)
+        ],
     }
     return text, _capped(artifact)
 

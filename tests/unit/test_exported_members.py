@@ -9,6 +9,15 @@ import cortex_agents
 EXPECTED = {
     "cortex_agents": {
         "BUILTIN_PRESETS",
+        "BUILTIN_SCORERS",
+        "EmbeddingScorer",
+        "Projection",
+        "ProjectionRegistry",
+        "ScorerEntry",
+        "ScorerRegistry",
+        "ScorerUnavailable",
+        "UnknownProjection",
+        "UnknownScorer",
         "Classic",
         "CortexError",
         "GraphBinding",
@@ -76,6 +85,9 @@ EXPECTED = {
     },
     "cortex_agents.memory": {
         "BUILTIN_PRESETS",
+        "BUILTIN_PROJECTIONS",
+        "Projection",
+        "ProjectionRegistry",
         "BUILTIN_SCORERS",
         "DEFAULT_ALPHA",
         "DEFAULT_SCORER",

@@ -73,9 +73,11 @@ def test_typed_projection_reads_only_the_projected_slice():
         "contract": "finding",
         "value": {"claim_ref": "c9", "headline": "short", "details": "long text"},
     }
-    assert extract(output) == ExtractedFields("c9", "short", ())
-    # outputs of another type do not decode: nothing to extract
-    assert extract({"contract": "plan", "value": {"claim": "x"}}) is None
+    shown = {"routing_key": "c9", "body_text": "short"}
+    assert extract(output) == ExtractedFields("c9", "short", (), shown)
+    # outputs of another type do not decode: an empty body, and nothing of their payload shown
+    other = extract({"contract": "plan", "value": {"claim": "x"}})
+    assert other == ExtractedFields(None, "", (), {})
 
 
 def test_typed_projection_of_a_model_slice_uses_the_default_rules():
@@ -85,7 +87,7 @@ def test_typed_projection_of_a_model_slice_uses_the_default_rules():
 
     extract = projection_extractor(Finding, lambda f: Headline(slot=f.claim_ref, text=f.headline))
     fields = extract({"claim_ref": "c1", "headline": "gain", "details": "ignored"})
-    assert fields == ExtractedFields("c1", "c1 gain", ())
+    assert fields == ExtractedFields("c1", "c1 gain", (), {"slot": "c1", "text": "gain"})
 
 
 def test_typed_projection_drives_the_pipeline():
@@ -99,3 +101,5 @@ def test_typed_projection_drives_the_pipeline():
     ranked = query_vectorised(snap, "reviewer", query=Query(text="bias", extractor=extract))
     assert [(m.node_id, m.semantic) for m in ranked] == [("analyst-b", 1.0), ("analyst-a", 0.0)]
     assert [m.routing_key for m in ranked] == ["c2", "c1"]
+    # the match carries the slice, never the full artifact (seed 001, F7)
+    assert ranked[0].output == {"routing_key": "c2", "body_text": "bias"}
