@@ -3,9 +3,14 @@
     python rewrite_child.py DB MODE EXECUTIONS_LOG
 
 MODE ``after_admission``: die when the scheduler is about to materialize the
-admitted rewrite (the decision is committed, its nodes are not). MODE
-``mid_stage``: the proposing stage dies right after its proposal was admitted
-(nothing of the stage is committed). MODE ``none``: run to the end.
+admitted rewrite (the decision is committed, its nodes are not); the worker
+shares its superstep with a sibling (``side``), so its superstep ends before
+the scheduler's pass. MODE ``solo_admission``: the same crash point, but the
+worker runs alone in its superstep and materializes its own rewrite there
+(decision and materialization commit together, so nothing of it is
+committed). MODE ``mid_stage``: the proposing stage dies right after its
+proposal was admitted (nothing of the stage is committed). MODE ``none``: run
+to the end. ``SIDE=1`` in the environment adds the sibling in every mode.
 """
 
 from __future__ import annotations
@@ -56,22 +61,24 @@ real = graph_module.pending_materialization
 
 def crashing(state, at):
     events = real(state, at)
-    if events and MODE == "after_admission":
+    if events and MODE in ("after_admission", "solo_admission"):
         os._exit(9)
     return events
 
 
 graph_module.pending_materialization = crashing
 
-wire = (
+builder = (
     WireBuilder("crash_rewrite")
     .kind("step", step)
     .kind("worker", worker)
     .stage("root", "step")
     .stage("worker", "worker", after=["root"], rewrite=RewritePolicy())
     .stage("sink", "step", after=["worker"])
-    .build()
 )
+if MODE == "after_admission" or os.environ.get("SIDE") == "1":
+    builder.stage("side", "step", after=["root"])  # runs in the worker's superstep
+wire = builder.build()
 with open_saver(DB) as saver:
     clock = LogicalClock(datetime(2026, 1, 1, tzinfo=UTC))
     # sync durability: each superstep is committed before the next starts, so the crash
