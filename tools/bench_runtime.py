@@ -5,11 +5,13 @@ Both run the same topology on a SQLite file with the same saver class
 (LangGraph's ``SqliteSaver``; ours wrapped in ``CortexSaver``), same
 durability, in the same process run:
 
-* ``chain``: stage i depends on stage i-1 (the worst case for us: our
-  scheduler adds a superstep per frontier, and every frontier has one stage);
+* ``chain``: stage i depends on stage i-1 (every frontier has one stage,
+  which schedules its successor itself: one superstep per stage, like bare
+  LangGraph);
 * ``layers``: layers of 10 stages, each depending on the whole previous layer
-  (our frontiers run in parallel; bare LangGraph runs each layer's nodes
-  in one superstep too, via edges from every node of the previous layer).
+  (our frontiers run in parallel, then one scheduler superstep merges them;
+  bare LangGraph runs each layer's nodes in one superstep too, via edges from
+  every node of the previous layer).
 
 Stage bodies do nothing. Prints ``{"stages", "ours_ms_per_stage",
 "bare_ms_per_stage", "overhead_ms_per_stage"}`` (plus the shape and the
