@@ -57,7 +57,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.tools.base import ArgsSchema
 from langgraph.prebuilt import ToolRuntime
 from langgraph.types import Command
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from cortex_agents.errors import InvalidArgument
 from cortex_agents.memory.presets import BUILTIN_PRESETS, PresetRegistry
@@ -78,7 +78,12 @@ from cortex_agents.substrate.log import SubstrateLog
 from cortex_agents.substrate.records import NodeId
 from cortex_agents.substrate.state import GraphState
 from cortex_agents.tools.journal import call_summary, tool_call_event
-from cortex_agents.tools.results import bounded_json, tool_error
+from cortex_agents.tools.results import (
+    bounded_json,
+    error_content,
+    tool_error,
+    validation_message,
+)
 
 __all__ = ["GraphBinding", "GraphBoundTool", "bind_to_graph"]
 
@@ -185,6 +190,10 @@ class _GraphArgs(BaseModel):
     runtime: Annotated[ToolRuntime[Any, Any], Field(exclude=True)]
 
 
+def _invalid_arguments(exc: ValidationError) -> str:
+    return error_content("invalid_argument", validation_message(exc))
+
+
 class GraphBoundTool(BaseTool):
     """A cortex tool that runs in a cortex stage and in any LangGraph graph.
 
@@ -198,6 +207,9 @@ class GraphBoundTool(BaseTool):
     binding: GraphBinding
     presets: PresetRegistry = BUILTIN_PRESETS
     args_schema: ArgsSchema | None = _GraphArgs
+    # Arguments LangGraph itself cannot take (e.g. a key made of lone surrogates) are a tool
+    # error the model reads, like every other bad argument, never an exception out of the loop.
+    handle_validation_error: Any = _invalid_arguments
     _backends: dict[int, tuple[Any, ScratchBackend | None]] = PrivateAttr(default_factory=dict)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 

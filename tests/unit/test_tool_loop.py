@@ -164,3 +164,30 @@ def test_a_users_tool_with_a_matches_artifact_of_another_shape_is_journaled_not_
         "search",
         {"status": "success", "content": "found"},
     )
+
+
+def test_an_argument_key_no_string_field_can_hold_is_a_tool_error_not_a_crash():
+    """A key of lone surrogates fails LangGraph's own argument parsing (the reliability suite's R3)."""
+    from datetime import UTC, datetime
+    from types import SimpleNamespace
+
+    from cortex_agents.memory import BUILTIN_PRESETS
+    from cortex_agents.tools.memory_query import make_memory_query_tool
+    from tests.chat import call
+
+    journal: list = []
+    context = SimpleNamespace(stage_id="s", clock=lambda: datetime(2026, 1, 1, tzinfo=UTC))
+    tool = make_memory_query_tool(BUILTIN_PRESETS)
+    bad = call(tool.name, {"\udfff\ud800": 1})
+    chat = ScriptedChatModel(script={"sys": [bad, say("done")]})
+    result = run_tool_loop(
+        chat,
+        [SystemMessage("sys"), HumanMessage("go")],
+        tools=[tool],
+        context=context,
+        journal=journal.append,
+    )
+    assert result.message.content == "done"
+    (made,) = journal
+    assert made.result["status"] == "error"
+    assert json.loads(made.result["content"])["error"]["code"] == "invalid_argument"
