@@ -14,7 +14,9 @@ from rich.table import Table
 
 from cortex_agents.cli.app import app, fail_cleanly, stderr, stdout
 from cortex_agents.cli.db_cmds import AdoptOption, SkipCheckOption, open_database
+from cortex_agents.embeddings.store_cache import StoreEmbeddingCache
 from cortex_agents.errors import InvalidArgument, RunFailed
+from cortex_agents.memory.strategy import Topological
 from cortex_agents.persistence.transfer import thread_config
 from cortex_agents.runtime import Progress, Runtime, Wire, load_wire
 from cortex_agents.scratch import open_scratch
@@ -154,14 +156,17 @@ def run(
                     db, create=True, adopt=adopt, check_integrity=not skip_integrity_check
                 )
             )
-            # scratch memory, if the wire declares any, lives in the same database
-            scratch = stack.enter_context(open_scratch(db)) if wire.uses_scratch else None
+            # the LangGraph store in the same database holds scratch memory, if the wire
+            # declares any, and the body vectors of embedding scorers (embedded once per body)
+            recalls = any(isinstance(s.memory, Topological) for s in wire.stages)
+            store = stack.enter_context(open_scratch(db)) if wire.uses_scratch or recalls else None
             runtime = Runtime(
                 wire,
                 saver,
                 lock_timeout=lock_timeout,
                 services={CHAT_MODEL: model} if model else {},
-                scratch=scratch,
+                scratch=store if wire.uses_scratch else None,
+                embedding_cache=StoreEmbeddingCache(store.store) if recalls and store else None,
             )
             run_input = _check_input(runtime, thread_id, run_input)
             stdout.print(

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from langgraph.graph.state import CompiledStateGraph
 
 from cortex_agents.errors import InvalidArgument, RunFailed
+from cortex_agents.memory.embedding import EmbeddingCache
 from cortex_agents.persistence.saver import CortexSaver
 from cortex_agents.runtime.clock import Clock, utc_clock
 from cortex_agents.runtime.graph import WireGraph
@@ -86,6 +87,10 @@ class Runtime:
         services: Shared services every stage gets as ``ctx.extras`` (e.g. ``chat_model``).
         scratch: The scratch backend (:func:`~cortex_agents.scratch.open_scratch`);
             required when the wire gives any stage scratch memory.
+        embedding_cache: Where embedding scorers keep node-body vectors, e.g.
+            ``StoreEmbeddingCache(store)`` over the run's LangGraph store, so a
+            resumed run (or another thread over the same bodies) embeds nothing
+            again. ``None``: a bounded in-process cache.
 
     Raises:
         InvalidArgument: the wire needs scratch memory and none was given.
@@ -101,7 +106,10 @@ class Runtime:
         durability: Durability = "async",
         services: Mapping[str, Any] | None = None,
         scratch: Any = None,
+        embedding_cache: EmbeddingCache | None = None,
     ) -> None:
+        if embedding_cache is not None:
+            wire = wire.with_embedding_cache(embedding_cache)
         if wire.uses_scratch and scratch is None:
             raise InvalidArgument(
                 "scratch",

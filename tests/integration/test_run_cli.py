@@ -195,3 +195,57 @@ def test_run_opens_scratch_memory_in_the_runs_database(tmp_path):
         assert result.exit_code == 0, result.output
     with open_scratch(db) as scratch:
         assert scratch.bind("keeper", scope="global", thread_id=None).read("/seen") == "t1\nt2"
+
+
+RECALLING_WIRE = """
+from cortex_agents.memory import Topological
+from cortex_agents.runtime import WireBuilder
+
+
+def analyse(ctx):
+    return {"claim_ref": ctx.stage_id, "finding": f"{ctx.stage_id}: {ctx.run_input['claim']}"}
+
+
+def review(ctx):
+    return {"ranking": [m.node_id for m in ctx.memory.recall(text="sampling problems")]}
+
+
+wire = (
+    WireBuilder("recalling")
+    .kind("analyst", analyse)
+    .kind("reviewer", review)
+    .stage("analyst-a", "analyst")
+    .stage("analyst-b", "analyst")
+    .stage("reviewer", "reviewer", after=["analyst-a", "analyst-b"],
+           memory=Topological(preset="reviewer"))
+    .build()
+)
+"""
+
+
+def _stored_vectors(db) -> int:
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        (count,) = conn.execute(
+            "SELECT count(*) FROM store WHERE prefix LIKE 'cortex.embeddings.%'"
+        ).fetchone()
+    return count
+
+
+def test_run_keeps_body_vectors_in_the_runs_store_and_embeds_a_body_once(tmp_path):
+    """Issue 11: embeddings are cached by (scorer, body hash) in the store, across runs."""
+    wire = tmp_path / "recalling.py"
+    wire.write_text(RECALLING_WIRE)
+    db = tmp_path / "run.db"
+    first = cli("run", wire, "--db", db, "--thread", "t1", "--input", '{"claim": "selection bias"}')
+    assert first.exit_code == 0, first.output
+    stored = _stored_vectors(db)
+    assert stored == 2  # the two analysts' bodies, embedded once each
+    # another thread over the same bodies embeds nothing new
+    again = cli("run", wire, "--db", db, "--thread", "t2", "--input", '{"claim": "selection bias"}')
+    assert again.exit_code == 0, again.output
+    assert _stored_vectors(db) == stored
+    other = cli("run", wire, "--db", db, "--thread", "t3", "--input", '{"claim": "trial gains"}')
+    assert other.exit_code == 0, other.output
+    assert _stored_vectors(db) == stored + 2
