@@ -26,7 +26,8 @@ single-shot.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+import re
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -37,24 +38,37 @@ from cortex_agents.stages.llm import (
     render_inputs,
     render_matches_block,
     stage_prompt,
+    stage_tools,
     tool_policy,
 )
 from cortex_agents.stages.outputs import (
     Analysis,
+    AnalysisAnswer,
     Branch,
     ClaimFinding,
     Merged,
+    MergedAnswer,
     Plan,
+    PlanAnswer,
     Report,
+    ReportAnswer,
     Review,
-    parse_output,
+    ReviewAnswer,
 )
+from cortex_agents.stages.structured import AnswerFormat
 from cortex_agents.tools.delimit import escape_text
+from cortex_agents.tools.memory_query import MEMORY_QUERY_TOOL
 from cortex_agents.tools.propose_rewrite import PROPOSE_REWRITE_TOOL
 
 __all__ = ["KINDS", "analyst", "merge", "planner", "review_focus", "reviewer", "rewriter"]
 
 DEFAULT_REFS = ("c1", "c2", "c3")
+
+PLAN = AnswerFormat("plan", PlanAnswer)
+ANALYSIS = AnswerFormat("analysis", AnalysisAnswer)
+MERGED = AnswerFormat("merged", MergedAnswer)
+REVIEW = AnswerFormat("review", ReviewAnswer)
+REPORT = AnswerFormat("report", ReportAnswer)
 
 
 def _envelope(contract: str, value: BaseModel) -> dict[str, Any]:
@@ -74,17 +88,22 @@ def planner(ctx: StageContext) -> dict[str, Any]:
     """Split the run's claim into one question per analyst."""
     refs = list(ctx.config.get("claim_refs", DEFAULT_REFS))
     claim = _claim(ctx)
+    # exactly one branch per configured claim part, each naming one of them
+    answer = PLAN.narrowed(
+        ["properties", "branches"], minItems=len(refs), maxItems=len(refs)
+    ).narrowed(["properties", "branches", "items", "properties", "claim_ref"], enum=refs)
     result = converse(
         ctx,
         system=stage_prompt(ctx, branch_count=len(refs), claim_refs=", ".join(refs)),
         user=f"<claim>\n{escape_text(claim)}\n</claim>",
+        answer=answer,
     )
-    plan = parse_output(str(result.message.content), Plan)
-    questions = [b.question for b in plan.branches] if plan else []
-    if plan is None or len(questions) != len(refs):
-        questions = [f"What evidence bears on part {ref} of the claim?" for ref in refs]
-    branches = [Branch(claim_ref=ref, question=q) for ref, q in zip(refs, questions, strict=True)]
-    parsed = plan is not None and len(plan.branches) == len(refs)
+    plan = answer.parse(str(result.message.content))
+    asked = {b.claim_ref: b.question for b in plan.branches} if plan else {}
+    parsed = plan is not None and sorted(asked) == sorted(refs) and len(plan.branches) == len(refs)
+    if not parsed:
+        asked = {ref: f"What evidence bears on part {ref} of the claim?" for ref in refs}
+    branches = [Branch(claim_ref=ref, question=asked[ref]) for ref in refs]
     return _envelope("plan", Plan(claim=claim, branches=branches, parsed=parsed))
 
 
@@ -105,11 +124,12 @@ def analyst(ctx: StageContext) -> dict[str, Any]:
         ctx,
         system=stage_prompt(ctx, claim_ref=escape_text(ref)),
         user=f"<question>\n{escape_text(question)}\n</question>\n{render_inputs(ctx.inputs)}",
+        answer=ANALYSIS,
     )
     text = str(result.message.content)
-    found = parse_output(text, Analysis)
+    found = ANALYSIS.parse(text)
     analysis = (
-        found.model_copy(update={"claim_ref": ref})
+        Analysis(claim_ref=ref, finding=found.finding, evidence=found.evidence)
         if found
         else Analysis(claim_ref=ref, finding=text.strip()[:600], parsed=False)
     )
@@ -124,9 +144,9 @@ def merge(ctx: StageContext) -> dict[str, Any]:
         )
         for stage, out in sorted(ctx.inputs.items())
     ]
-    result = converse(ctx, system=stage_prompt(ctx), user=render_inputs(ctx.inputs))
+    result = converse(ctx, system=stage_prompt(ctx), user=render_inputs(ctx.inputs), answer=MERGED)
     text = str(result.message.content)
-    found = parse_output(text, Merged)
+    found = MERGED.parse(text)
     summary = found.summary if found else " ".join(c.finding for c in claims)
     return _envelope("merged", Merged(summary=summary, claims=claims, parsed=found is not None))
 
@@ -157,13 +177,29 @@ def _with_branches(ctx: StageContext) -> tuple[str, list[str]]:
     ]
 
 
+def _verdict_in(text: str) -> Literal["sound", "gap"]:
+    """The verdict a review's unparsable text states: its ``"verdict"`` value if it wrote one,
+    else ``gap`` when the word appears (``gaps``, the key, does not count), else ``sound``."""
+    stated = re.search(r'"verdict"\s*:\s*"(sound|gap)"', text)
+    if stated:
+        return "gap" if stated.group(1) == "gap" else "sound"
+    return "gap" if re.search(r"\bgap\b", text, re.IGNORECASE) else "sound"
+
+
 def reviewer(ctx: StageContext) -> dict[str, Any]:
     """Review the merged result for gaps."""
     user, recalled = _with_branches(ctx)
-    result = converse(ctx, system=stage_prompt(ctx), user=user)
+    result = converse(ctx, system=stage_prompt(ctx), user=user, answer=REVIEW)
     text = str(result.message.content)
-    review = parse_output(text, Review) or Review(
-        verdict="gap" if "gap" in text.lower() else "sound", notes=text.strip()[:600], parsed=False
+    found = REVIEW.parse(text)
+    review = (
+        Review(**found.model_dump())
+        if found
+        else Review(
+            verdict=_verdict_in(text),
+            notes=text.strip()[:600],
+            parsed=False,
+        )
     )
     output = _envelope("review", review)
     output["memory"] = {"recalled": recalled, "tool_calls": [c.name for c in result.calls]}
@@ -190,16 +226,24 @@ def rewriter(ctx: StageContext) -> dict[str, Any]:
     policy, propose = tool_policy(ctx), True
     if ctx.rewrites is not None and not _repairs(ctx):
         # No repair this time: propose_rewrite leaves the catalog (and the prompt); the
-        # stage's memory tools stay, and a tool choice that forced the proposal relaxes.
+        # stage's memory tools stay, and a first turn that forced the proposal forces the
+        # memory query instead (small models ignore tools otherwise), else relaxes to auto.
         propose = False
+        names = {t.name for t in stage_tools(ctx, policy, propose=False)}
+        first = MEMORY_QUERY_TOOL if MEMORY_QUERY_TOOL in names else "auto"
         policy = dataclasses.replace(
             policy,
-            first="auto" if policy.first == PROPOSE_REWRITE_TOOL else policy.first,
+            first=first if policy.first == PROPOSE_REWRITE_TOOL else policy.first,
             then="auto" if policy.then == PROPOSE_REWRITE_TOOL else policy.then,
         )
-    result = converse(ctx, system=stage_prompt(ctx), user=user, policy=policy, propose=propose)
+    result = converse(
+        ctx, system=stage_prompt(ctx), user=user, policy=policy, propose=propose, answer=REPORT
+    )
     text = str(result.message.content)
-    report = parse_output(text, Report) or Report(report=text.strip()[:1200], parsed=False)
+    found = REPORT.parse(text)
+    report = (
+        Report(**found.model_dump()) if found else Report(report=text.strip()[:1200], parsed=False)
+    )
     output = _envelope("report", report)
     output["memory"] = {"recalled": recalled, "tool_calls": [c.name for c in result.calls]}
     if ctx.rewrites is not None:

@@ -36,6 +36,7 @@ from cortex_agents.stages.prompts import (
     prompt_for,
     render,
 )
+from cortex_agents.stages.structured import AnswerFormat, AnsweringModel, structured_form
 from cortex_agents.tools.delimit import data_json, escape_text
 from cortex_agents.tools.loop import ToolLoopResult, ToolPolicy, run_tool_loop
 from cortex_agents.tools.memory_query import (
@@ -215,8 +216,14 @@ def converse(
     user: str,
     policy: ToolPolicy | None = None,
     propose: bool = True,
+    answer: AnswerFormat | None = None,
 ) -> ToolLoopResult:
     """One stage's conversation: system prompt, user message, catalog-bound tool loop.
+
+    ``answer`` is the stage's answer format: with structured output on (see
+    :mod:`cortex_agents.stages.structured`), the answer turn asks for it as a
+    response format, and a model that answered on a tool turn with text that
+    does not parse is asked once more, in the format.
 
     A stage with scratch memory gets it rendered (by its ``scratch_connector``
     settings) into the messages of *every* model call, as it is at that
@@ -242,8 +249,12 @@ def converse(
         def prepare(transcript: list) -> list:  # before every model call: memory as it is now
             return connector.inject(transcript, scratch, tool=tool)
 
-    return run_tool_loop(
-        _model(ctx),
+    model = _model(ctx)
+    form = structured_form(ctx.config, ctx.extras, model) if answer is not None else "off"
+    response_format = answer.response_format(form) if answer is not None else None
+    answering = AnsweringModel(model, response_format) if response_format else None
+    result = run_tool_loop(
+        answering or model,  # type: ignore[arg-type]  # what the loop calls: bind_tools, invoke
         messages,
         tools=tools,
         context=ctx,
@@ -251,6 +262,14 @@ def converse(
         journal=ctx.record,
         prepare=prepare,
     )
+    if answering is None or answering.answered or answer is None:
+        return result
+    if answer.parse(str(result.message.content)) is not None:
+        return result
+    # It answered on a tool turn, where no format can be asked: ask for the answer in it.
+    transcript = list(result.messages)
+    reply = answering.invoke(prepare(transcript) if prepare is not None else transcript)
+    return ToolLoopResult(reply, [*transcript, reply], result.calls)
 
 
 def stage_prompt(ctx: StageContext, **values: object) -> str:

@@ -349,3 +349,89 @@ def test_hostile_arguments_are_refused_and_journaled_storably_on_sqlite(tmp_path
         assert json.loads(made.result["content"])["error"]["code"] == "invalid_argument"
         stored = saver.substrate({"configurable": {"thread_id": "t"}})
         assert [e for e in stored if isinstance(e, ToolCallMade)] == [made]
+
+
+# Structured output: the stage's answer turn asks for its answer's schema (stages/structured.py).
+
+
+def structured(wire, form: str = "json_object"):
+    """``wire`` with every stage asking for structured output in ``form``."""
+    import dataclasses
+
+    stages = tuple(
+        dataclasses.replace(s, config={**s.config, "structured_output": form}) for s in wire.stages
+    )
+    return dataclasses.replace(wire, stages=stages)
+
+
+def test_only_the_answer_turn_asks_for_the_stages_schema():
+    reviewer = [
+        call("cortex_memory_query", {"query_text": "selection bias"}),
+        say(json.dumps({"verdict": "gap", "gaps": ["g"], "notes": "n", "cited": ["analyst-b"]})),
+    ]
+    rewriter = [call("cortex_memory_query", {}), say(json.dumps({"report": "r"}))]
+    result, chat = run(structured(CLAIM_REVIEW), model(reviewer, rewriter))
+    assert result.complete
+    tool_turn, answer_turn = [r for r in chat.requests if r["system"].startswith("You review")]
+    assert "response_format" not in tool_turn and tool_turn["tools"]  # tools and no format
+    assert "tools" not in answer_turn
+    schema = answer_turn["response_format"]["schema"]
+    assert answer_turn["response_format"]["type"] == "json_object"
+    assert schema["required"] == ["verdict", "gaps", "notes", "cited"]
+    # every stage's answer turn asked for its own answer's schema
+    asked = [
+        r["response_format"]["schema"]["title"] for r in chat.requests if "response_format" in r
+    ]
+    assert sorted(asked) == sorted(
+        ["PlanAnswer", *["AnalysisAnswer"] * 3, "MergedAnswer", "ReviewAnswer", "ReportAnswer"]
+    )
+    planner = next(r for r in chat.requests if r["system"].startswith("You are the planner"))
+    branches = planner["response_format"]["schema"]["properties"]["branches"]
+    assert branches["items"]["properties"]["claim_ref"]["enum"] == ["c1", "c2", "c3"]
+    assert branches["minItems"] == branches["maxItems"] == 3
+    assert all(result.outputs[s]["value"]["parsed"] for s in result.outputs)
+
+
+def test_a_scripted_model_gets_no_format_unless_asked():
+    _, chat = run(CLAIM_REVIEW, model([say(json.dumps({"verdict": "sound"}))]))
+    assert not any("response_format" in r for r in chat.requests)  # "auto": off for this model
+
+
+def test_an_answer_given_on_a_tool_turn_is_asked_again_in_the_format():
+    import dataclasses
+
+    wire = structured(CLAIM_REVIEW)
+    stages = tuple(  # a tool loop of two rounds, the second "auto": the model may answer there
+        dataclasses.replace(s, config={**s.config, "tools": {**s.config["tools"], "max_rounds": 2}})
+        if s.id == "reviewer"
+        else s
+        for s in wire.stages
+    )
+    reviewer = [
+        call("cortex_memory_query", {"query_text": "bias"}),
+        say("Looks sound to me."),  # on the second tool turn, in prose
+        say(json.dumps({"verdict": "sound", "gaps": [], "notes": "fine", "cited": []})),
+    ]
+    result, chat = run(dataclasses.replace(wire, stages=stages), model(reviewer))
+    turns = [r for r in chat.requests if r["system"].startswith("You review")]
+    assert [("tools" in r, "response_format" in r) for r in turns] == [
+        (True, False),
+        (True, False),
+        (False, True),  # asked once more, in the format, after its prose answer
+    ]
+    assert turns[2]["messages"][-1].content == "Looks sound to me."
+    review = result.outputs["reviewer"]["value"]
+    assert review["parsed"] is True and review["notes"] == "fine"
+
+
+def test_an_answer_that_is_not_the_json_asked_for_is_marked_inferred():
+    reviewer = [
+        call("cortex_memory_query", {}),
+        say('I found {"gaps": []} and one gap in c2'),
+    ]
+    result, _ = run(structured(CLAIM_REVIEW), model(reviewer))
+    review = result.outputs["reviewer"]["value"]
+    assert review["parsed"] is False  # said, not hidden
+    assert review["verdict"] == "gap" and "one gap in c2" in review["notes"]
+    sound = run(structured(CLAIM_REVIEW), model([call("cortex_memory_query", {}), say("gaps: 0")]))
+    assert sound[0].outputs["reviewer"]["value"]["verdict"] == "sound"  # "gaps" is not "gap"
