@@ -18,11 +18,14 @@ from cortex_agents.stages.outputs import (
     parse_output,
 )
 from cortex_agents.stages.prompts import load_prompt, prompt_for, render
+from cortex_agents.stages.structured import STRUCTURED_OUTPUT, AnswerFormat, structured_form
 
 __all__ = [
     "CHAT_MODEL",
     "KINDS",
+    "STRUCTURED_OUTPUT",
     "Analysis",
+    "AnswerFormat",
     "Branch",
     "Merged",
     "ModelUnavailable",
@@ -41,4 +44,5 @@ __all__ = [
     "reviewer",
     "rewriter",
     "stage_tools",
+    "structured_form",
 ]

@@ -264,7 +264,9 @@ EXPECTED = {
     "cortex_agents.stages": {
         "CHAT_MODEL",
         "KINDS",
+        "STRUCTURED_OUTPUT",
         "Analysis",
+        "AnswerFormat",
         "Branch",
         "Merged",
         "ModelUnavailable",
@@ -283,6 +285,7 @@ EXPECTED = {
         "reviewer",
         "rewriter",
         "stage_tools",
+        "structured_form",
     },
     "cortex_agents.rewrite": {
         "DEFAULT_BUDGET",
