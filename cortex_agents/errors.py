@@ -20,6 +20,8 @@ working for callers who do not know this tree::
     ├── ProposalInvalid(ValueError)      a rewrite proposal's shape breaks a rule (.check, .message)
     ├── RewriteUnavailable(RuntimeError) a stage without rewrite capability tried to propose (.stage_id)
     ├── StorageError(RuntimeError)       storage refused an operation (.code: integrity, schema_too_new, ...)
+    ├── UnsupportedCheckpointer(TypeError) a saver that cannot store the substrate (.checkpointer, .channel)
+    ├── MissingExtra(ImportError)        an optional feature whose extra is not installed (.extra, .install)
     └── ScratchMemoryError               a scratch-memory operation was refused (.code, .path)
         ├── InvalidMemoryPath(ValueError)      the path breaks a path rule (.rule)
         ├── MemoryNotFound(LookupError)        no file or directory at the path
@@ -59,6 +61,8 @@ __all__ = [
     "UnknownPreset",
     "UnknownProjection",
     "UnknownScorer",
+    "UnsupportedCheckpointer",
+    "MissingExtra",
 ]
 
 
@@ -356,6 +360,56 @@ class StorageError(CortexError, RuntimeError):
     def __init__(self, code: str, message: str) -> None:
         self.code = code
         super().__init__(message)
+
+
+class UnsupportedCheckpointer(CortexError, TypeError):
+    """A graph that records a substrate is checkpointed by a saver that cannot store it.
+
+    LangGraph's own savers re-serialise a changing channel in full at every
+    checkpoint, and their serializer cannot store a
+    :class:`~cortex_agents.substrate.SubstrateLog`; wrap the saver with
+    ``CortexSaver.wrap(saver)``, which stores each checkpoint's new events as rows.
+
+    Attributes:
+        checkpointer: The saver's class name.
+        channel: The state key of the substrate.
+    """
+
+    code = "unsupported_checkpointer"
+
+    def __init__(self, checkpointer: str, channel: str, detail: str = "") -> None:
+        self.checkpointer = checkpointer
+        self.channel = channel
+        super().__init__(
+            f"the graph's checkpointer {checkpointer} cannot store the substrate channel "
+            f"{channel!r}{detail}: wrap it with CortexSaver.wrap(saver) "
+            "(from cortex_agents.persistence), e.g. "
+            "graph.compile(checkpointer=CortexSaver.wrap(InMemorySaver())): it stores each "
+            "checkpoint's new events as rows instead of the whole log at every step. Under "
+            "LangGraph Server, set langgraph.json's checkpointer.path to a context manager "
+            "yielding one (cortex_agents.server:checkpointer)"
+        )
+
+
+class MissingExtra(CortexError, ImportError):
+    """An optional feature was used without the extra that installs its packages.
+
+    Attributes:
+        extra: The extra's name, e.g. ``"postgres"``.
+        feature: What needed it, e.g. ``"a postgresql:// database"``.
+        install: The command that installs it.
+    """
+
+    code = "missing_extra"
+
+    def __init__(self, extra: str, feature: str, missing: str = "") -> None:
+        self.extra = extra
+        self.feature = feature
+        self.install = f"pip install 'cortex-agents[{extra}]'"
+        because = f" ({missing} is not installed)" if missing else ""
+        super().__init__(
+            f"{feature} needs the [{extra}] extra{because}: install it with: {self.install}"
+        )
 
 
 class ScratchMemoryError(CortexError):

@@ -27,6 +27,7 @@ from cortex_agents.persistence.urls import (
     is_postgres_url,
     postgres_reachable,
     redact_url,
+    require_postgres_extra,
     sqlite_path,
 )
 from cortex_agents.snapshot_file import SQLITE_HEADER as _SQLITE_HEADER
@@ -102,6 +103,7 @@ def require_database(db: str | Path) -> None:
             cortex-agents database), ``unreachable`` (Postgres refused).
     """
     if is_postgres_url(db):
+        require_postgres_extra()
         import psycopg
 
         with postgres_reachable(str(db)), psycopg.connect(str(db)) as conn:
@@ -168,6 +170,7 @@ def check_writable(db: str | Path, *, adopt: bool = False, check_integrity: bool
             ``foreign_database``, ``not_a_database``, ``unreachable``.
     """
     if is_postgres_url(db):
+        require_postgres_extra()
         import psycopg
 
         with postgres_reachable(str(db)), psycopg.connect(str(db)) as conn:
@@ -235,6 +238,7 @@ def open_saver(
         channel: The state key holding the substrate.
     """
     if is_postgres_url(db):
+        require_postgres_extra()
         from langgraph.checkpoint.postgres import PostgresSaver
 
         with postgres_reachable(str(db)):
@@ -275,6 +279,7 @@ async def aopen_saver(
     import asyncio
 
     if is_postgres_url(db):
+        require_postgres_extra()
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
         with postgres_reachable(str(db)):

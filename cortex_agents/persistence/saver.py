@@ -22,6 +22,12 @@ Properties:
 * **Thread isolation.** Branches belong to one ``(thread, namespace)``; a
   cursor of another thread is refused.
 
+One line from any saver LangGraph ships: ``CortexSaver.wrap(saver)`` builds the
+matching substrate store (see :mod:`cortex_agents.persistence.wrap`). A plain
+saver alone cannot hold the substrate: a stage run under one fails at once
+with :class:`~cortex_agents.errors.UnsupportedCheckpointer`, which names
+``CortexSaver.wrap``.
+
 The substrate channel only grows through :func:`append_events`. A value that
 does not extend its parent checkpoint's log (compared by chain hash: see
 :attr:`SubstrateLog.digest`) is stored as a new root branch rather than
@@ -31,6 +37,7 @@ silently spliced.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
@@ -75,6 +82,8 @@ class CortexSaver(BaseCheckpointSaver[str]):
         locks: Per-thread writer locks (see :meth:`lock`).
         cursor_cache: How many checkpoint cursors to remember (least recently
             used out; a forgotten one is read back from the inner saver).
+        owns_store: Whether :meth:`close` closes ``store`` (true for a saver
+            :meth:`wrap` built).
     """
 
     def __init__(
@@ -85,6 +94,7 @@ class CortexSaver(BaseCheckpointSaver[str]):
         channel: str = DEFAULT_CHANNEL,
         locks: ThreadLocks | None = None,
         cursor_cache: int = 256,
+        owns_store: bool = False,
     ) -> None:
         super().__init__(serde=inner.serde)
         self.inner = inner
@@ -94,6 +104,72 @@ class CortexSaver(BaseCheckpointSaver[str]):
         self._cursors: OrderedDict[_Key, tuple[Cursor, SubstrateLog]] = OrderedDict()
         self._cursor_cache = cursor_cache
         self._guard = threading.Lock()
+        self._owns_store = owns_store
+
+    @classmethod
+    def wrap(
+        cls,
+        saver: BaseCheckpointSaver,
+        *,
+        channel: str = DEFAULT_CHANNEL,
+        database: str | None = None,
+    ) -> CortexSaver:
+        """A CortexSaver over one of LangGraph's savers, its substrate in the same database.
+
+        ``InMemorySaver``, ``SqliteSaver`` (sharing its connection and lock),
+        ``AsyncSqliteSaver``, ``PostgresSaver`` (connection or pool) and
+        ``AsyncPostgresSaver``; a CortexSaver is returned as it is. The
+        substrate tables are set up at once; :meth:`close` closes what this
+        opened (never ``saver``)::
+
+            app = graph.compile(checkpointer=CortexSaver.wrap(InMemorySaver()))
+
+        Args:
+            saver: The LangGraph saver.
+            channel: The state key holding the substrate.
+            database: An ``AsyncSqliteSaver``'s SQLite file, when its
+                connection does not tell.
+
+        Raises:
+            InvalidArgument: a saver it does not know (build ``CortexSaver(saver, store)``).
+            MissingExtra: a Postgres saver without the ``[postgres]`` extra.
+        """
+        from cortex_agents.persistence.wrap import wrap_saver
+
+        return wrap_saver(saver, channel=channel, database=database)
+
+    def stores_substrate(self, channel: str) -> bool:
+        """Whether this saver stores ``channel`` as substrate rows."""
+        return channel == self.channel
+
+    def setup(self) -> None:
+        """Set up the inner saver's tables (its ``setup()``, if any) and the substrate's.
+
+        Raises:
+            InvalidArgument: the inner saver sets up asynchronously (use :meth:`asetup`).
+        """
+        setup = getattr(self.inner, "setup", None)
+        if inspect.iscoroutinefunction(setup):
+            raise InvalidArgument(
+                "setup", "is async for this saver: await saver.asetup()", type(self.inner).__name__
+            )
+        if setup is not None:
+            setup()
+        self.store.setup()
+
+    async def asetup(self) -> None:
+        """:meth:`setup` from async code (an async ``setup()`` is awaited, a sync one runs off the loop)."""
+        setup = getattr(self.inner, "setup", None)
+        if inspect.iscoroutinefunction(setup):
+            await setup()
+        elif setup is not None:
+            await asyncio.to_thread(setup)
+        await asyncio.to_thread(self.store.setup)
+
+    def close(self) -> None:
+        """Close the substrate store if this saver opened it (the inner saver is the caller's)."""
+        if self._owns_store:
+            self.store.close()
 
     # -- delegation ----------------------------------------------------------------------
     @property
@@ -113,7 +189,7 @@ class CortexSaver(BaseCheckpointSaver[str]):
             channel=self.channel,
             locks=self.locks,
             cursor_cache=self._cursor_cache,
-        )
+        )  # the store stays this saver's to close
 
     # -- cursor bookkeeping --------------------------------------------------------------
     def _remember(self, key: _Key, cursor: Cursor, log: SubstrateLog) -> None:

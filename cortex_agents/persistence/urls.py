@@ -6,9 +6,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from cortex_agents.errors import StorageError
+from cortex_agents.errors import MissingExtra, StorageError
 
-__all__ = ["is_postgres_url", "postgres_reachable", "redact_url", "sqlite_path"]
+__all__ = [
+    "is_postgres_url",
+    "postgres_reachable",
+    "redact_url",
+    "require_postgres_extra",
+    "sqlite_path",
+]
 
 
 def is_postgres_url(db: str | Path) -> bool:
@@ -40,9 +46,34 @@ def redact_url(url: str) -> str:
     return f"{scheme}://{credentials.split(':', 1)[0]}@{tail}"
 
 
+def require_postgres_extra(feature: str = "a postgresql:// database") -> None:
+    """Check that the ``[postgres]`` extra is installed (psycopg, langgraph-checkpoint-postgres).
+
+    Raises:
+        MissingExtra: a package of the extra is missing.
+    """
+    import importlib.util
+
+    for module, package in (
+        ("psycopg", "psycopg"),
+        ("langgraph.checkpoint.postgres", "langgraph-checkpoint-postgres"),
+    ):
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ImportError:  # a parent package is missing
+            found = False
+        if not found:
+            raise MissingExtra("postgres", feature, package)
+
+
 @contextmanager
 def postgres_reachable(url: str) -> Iterator[None]:
-    """Turn a failure to connect into :class:`StorageError` (``unreachable``), password removed."""
+    """Turn a failure to connect into :class:`StorageError` (``unreachable``), password removed.
+
+    Raises:
+        MissingExtra: the ``[postgres]`` extra is not installed.
+    """
+    require_postgres_extra()
     import psycopg
 
     try:

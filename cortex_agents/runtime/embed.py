@@ -14,8 +14,10 @@ Add a substrate key to your state and wrap the nodes you want recorded::
     graph.add_node("research", stage_node(research, kind="analyst", after=["plan"]))
 
 Compile with a :class:`~cortex_agents.persistence.CortexSaver` so the
-substrate is stored as rows. Each call of the node schedules its stage (the
-graph node's name by default; ``name#2``, ``name#3`` when a loop runs it
+substrate is stored as rows — ``CortexSaver.wrap(saver)`` around any saver
+LangGraph ships; under a plain saver the node fails at once with
+:class:`~cortex_agents.errors.UnsupportedCheckpointer`, which says so. Each
+call of the node schedules its stage (the graph node's name by default; ``name#2``, ``name#3`` when a loop runs it
 again; ``name@0``, ``name@1``, ... for the tasks of a ``Send`` fan-out to it),
 links it to the ``after`` stages, binds the memory snapshot, runs your
 function and records its output — by default the JSON form of the update it
@@ -40,6 +42,7 @@ from pydantic_core import to_jsonable_python
 from cortex_agents.errors import InvalidArgument, InvalidEvent
 from cortex_agents.memory.presets import BUILTIN_PRESETS, PresetRegistry
 from cortex_agents.memory.strategy import Classic, MemoryStrategy
+from cortex_agents.persistence.wrap import require_substrate_saver
 from cortex_agents.runtime.clock import Clock, utc_clock
 from cortex_agents.runtime.context import StageContext
 from cortex_agents.runtime.stage import bind_context, describe_error, to_json_output
@@ -128,6 +131,7 @@ def stage_node(
     def prepare(
         state: Any, config: RunnableConfig
     ) -> tuple[StageContext, list[Event], int, GraphState]:
+        require_substrate_saver(config, channel)  # a plain saver: one clear error, before any work
         log = state.get(channel) or SubstrateLog()
         stage = _stage_id(log, _base_id(name, fallback, config))
         upstream = list(after(state) if callable(after) else after)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 
 from cortex_agents.errors import InvalidArgument, RunFailed
@@ -79,7 +80,9 @@ class Runtime:
 
     Args:
         wire: The workflow.
-        saver: The checkpointer (substrate persisted as rows).
+        saver: The checkpointer: a :class:`CortexSaver`, or one of LangGraph's
+            savers, which is wrapped (``CortexSaver.wrap``; the wrapper is
+            :attr:`saver`).
         clock: Source of every timestamp the runtime records.
         lock_timeout: Seconds to wait for the thread's writer lock (``None``:
             forever; 0: fail at once with :class:`ThreadBusy`).
@@ -93,13 +96,14 @@ class Runtime:
             again. ``None``: a bounded in-process cache.
 
     Raises:
-        InvalidArgument: the wire needs scratch memory and none was given.
+        InvalidArgument: the wire needs scratch memory and none was given, or
+            ``saver`` is not a saver :meth:`CortexSaver.wrap` knows.
     """
 
     def __init__(
         self,
         wire: Wire,
-        saver: CortexSaver,
+        saver: CortexSaver | BaseCheckpointSaver,
         *,
         clock: Clock = utc_clock,
         lock_timeout: float | None = 0.0,
@@ -117,13 +121,13 @@ class Runtime:
                 None,
             )
         self.wire = wire
-        self.saver = saver
+        self.saver = CortexSaver.wrap(saver)
         self.clock = clock
         self.lock_timeout = lock_timeout
         self.durability = durability
         self.services = dict(services or {})
-        self.wiring = WireGraph(wire, saver, clock, self.services, scratch)
-        self.graph: CompiledStateGraph = self.wiring.build().compile(checkpointer=saver)
+        self.wiring = WireGraph(wire, self.saver, clock, self.services, scratch)
+        self.graph: CompiledStateGraph = self.wiring.build().compile(checkpointer=self.saver)
 
     def config(self, thread_id: str) -> dict[str, Any]:
         """The LangGraph config of a thread of this runtime."""
