@@ -3,7 +3,8 @@
 :func:`open_saver` (sync) and :func:`aopen_saver` (async) give a
 :class:`CortexSaver` over LangGraph's SQLite or Postgres saver with the
 substrate tables in the same database; :func:`memory_saver` keeps both in
-memory. Use the saver as any checkpointer, and hold :meth:`CortexSaver.lock`
+memory; ``CortexSaver.wrap(saver)`` adopts a saver you built yourself (any
+LangGraph ships). Use the saver as any checkpointer, and hold :meth:`CortexSaver.lock`
 around an invocation to keep one writer per thread. :func:`import_document`
 writes a snapshot as a thread in one transaction; :func:`validate_thread`
 checks a stored thread as a file would be checked.
@@ -45,6 +46,7 @@ from cortex_agents.persistence.transfer import (
 )
 from cortex_agents.persistence.validation import ThreadReport, validate_thread
 from cortex_agents.persistence.view import SubstrateView, open_view
+from cortex_agents.persistence.wrap import require_substrate_saver
 
 __all__ = [
     "DEFAULT_CHANNEL",
@@ -76,6 +78,7 @@ __all__ = [
     "memory_saver",
     "open_saver",
     "require_database",
+    "require_substrate_saver",
     "open_view",
     "quarantined_rows",
     "sqlite_connect",

@@ -30,6 +30,7 @@ from cortex_agents.substrate.events import (
     Event,
     check_event,
     event_from_dict,
+    event_to_dict,
     same_event,
 )
 from cortex_agents.substrate.fold import fold
@@ -129,6 +130,10 @@ class SubstrateLog(Sequence[Event]):
 
     def __repr__(self) -> str:
         return f"SubstrateLog(<{self._length} events>)"
+
+    def __reduce__(self) -> tuple[Any, tuple[list[dict[str, Any]]]]:
+        """Pickle as the event dicts (a server that pickles thread state can hold a log)."""
+        return (SubstrateLog, ([event_to_dict(e) for e in self],))
 
     def since(self, seq: int) -> tuple[Event, ...]:
         """The events after the first ``seq`` ones (O(new events))."""

@@ -137,7 +137,9 @@ async def async_plain_saver(kind: str, where: Any) -> AsyncIterator[Any]:
         from psycopg_pool import AsyncConnectionPool
 
         kwargs = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
-        async with AsyncConnectionPool(where, min_size=1, max_size=2, kwargs=kwargs, open=False) as pool:
+        async with AsyncConnectionPool(
+            where, min_size=1, max_size=2, kwargs=kwargs, open=False
+        ) as pool:
             saver = AsyncPostgresSaver(pool)
             await saver.setup()
             yield saver

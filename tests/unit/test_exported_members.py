@@ -234,6 +234,7 @@ EXPECTED = {
         "memory_saver",
         "open_saver",
         "require_database",
+        "require_substrate_saver",
         "open_view",
         "quarantined_rows",
         "sqlite_connect",
@@ -328,6 +329,15 @@ EXPECTED = {
         "run_memory_query",
         "run_tool_loop",
         "substrate_from_snapshot",
+    },
+    "cortex_agents.server": {
+        "DB_ENV",
+        "DEFAULT_DB",
+        "checkpointer",
+        "claim_review",
+        "fanout_demo",
+        "served_database",
+        "server_graph",
     },
     "cortex_agents.testing": {
         "MATCH_ON",
