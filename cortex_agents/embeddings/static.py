@@ -14,6 +14,7 @@ no bit: a text's vector does not depend on the other texts of its batch.
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -31,8 +32,16 @@ DEFAULT_DIM: Final = 256
 
 @functools.cache
 def _model(config: str, dim: int) -> tuple[Any, str]:
-    import wordllama
-    from wordllama import WordLlama
+    # importing wordllama calls logging.basicConfig(level=INFO): the application's root
+    # logger (and its stderr: vcrpy and httpx at INFO) is put back as it was
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        import wordllama
+        from wordllama import WordLlama
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
 
     folder = Path(wordllama.__file__).parent
     model = WordLlama.load(config=config, dim=dim, cache_dir=folder, disable_download=True)
