@@ -1,4 +1,8 @@
-"""``cortex-agents graph``: draw a thread's materialized graph (Mermaid, HTML or PNG)."""
+"""``cortex-agents graph``: draw a thread's materialized graph (Mermaid, HTML or PNG).
+
+PNG needs pillow, the ``[png]`` extra; without it ``--format png`` exits 1
+with the command that installs it, and the other formats work as ever.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ import typer
 from cortex_agents.cli.app import app, fail_cleanly, stdout, write_output
 from cortex_agents.cli.db_cmds import DbArgument, ThreadOption, open_database
 from cortex_agents.persistence.inspection import thread_log
-from cortex_agents.picture import Picture, layout, picture_of, to_html, to_mermaid, to_png
+from cortex_agents.picture import Picture, layout, picture_of, to_html, to_mermaid
 
 __all__ = ["Format", "default_output", "graph"]
 
@@ -61,6 +65,8 @@ def graph(
         return
     target = output if output is not None else default_output(thread, fmt)
     if fmt is Format.png:
+        with fail_cleanly():  # pillow is the [png] extra: without it, say how to install it
+            from cortex_agents.picture.png import to_png
         data: bytes | str = to_png(picture, shape)
     elif fmt is Format.html:
         data = to_html(picture, shape)

@@ -56,6 +56,7 @@ def require_postgres_extra(feature: str = "a postgresql:// database") -> None:
 
     for module, package in (
         ("psycopg", "psycopg"),
+        ("psycopg_pool", "psycopg-pool"),
         ("langgraph.checkpoint.postgres", "langgraph-checkpoint-postgres"),
     ):
         try:

@@ -5,6 +5,9 @@ a title and legend above, and a footer listing the admitted rewrites and the
 rejected proposals. Pillow's bundled default font is used, so nothing is
 fetched or looked up on the system, and no metadata chunk (time, software)
 is written: the same picture gives the same bytes.
+
+Pillow is the ``[png]`` extra (``pip install 'cortex-agents[png]'``);
+without it, importing this module raises :class:`~cortex_agents.errors.MissingExtra`.
 """
 
 from __future__ import annotations
@@ -13,7 +16,12 @@ import io
 import math
 from typing import Final
 
-from PIL import Image, ImageDraw, ImageFont
+from cortex_agents.errors import MissingExtra
+
+try:
+    from PIL import Image, ImageDraw, ImageFont
+except ImportError as missing:  # pillow is the [png] extra
+    raise MissingExtra("png", "PNG output", "pillow") from missing
 
 from cortex_agents.picture.geometry import (
     BADGE_HEIGHT,
