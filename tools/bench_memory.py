@@ -30,8 +30,18 @@ the shipped ``reviewer`` preset with that scorer, its body embeddings cached:
   a new text (so it embeds its own text), the matrix cached: target p95 <= 50 ms;
 * ``jaccard_p95_ms`` — the same preset with token Jaccard, same run: the baseline.
 
+``--tool`` adds ``tool_p50_ms`` / ``tool_p95_ms``: the LangChain tool
+``cortex_memory_query``'s ``invoke`` with default arguments (no ``query_text``,
+no ``limit``: the ``default`` preset), from the last reviewer, a fresh handle
+per call (target p95 <= 50 ms), and ``tool_first_call_ms``.
+
+Our snapshots here are made by hand, so each builds its index once (reported
+as ``index_build_ms``); a run's stages read prefix views of the index their
+branch keeps incrementally instead (``tools/bench_live.py``).
+
     python tools/bench_memory.py --nodes 100000 --json
     python tools/bench_memory.py --nodes 10000 --scorer wordllama --json
+    python tools/bench_memory.py --nodes 10000 --tool --json
 """
 
 from __future__ import annotations
@@ -66,6 +76,7 @@ from cortex_agents.timestamps import to_micros
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 TARGETS = {"p50_ms": 50.0, "p50_memoised_ms": 10.0, "speedup_vs_networkx": 40.0}
 SCORER_TARGET_P95_MS = 50.0
+TOOL_TARGET_P95_MS = 50.0
 SEED_REVIEWER = WalkSpec(weights=Weights(graph=1.5), limit=20)  # what the networkx twin computes
 
 
@@ -203,7 +214,7 @@ def run(n: int, seed: int, origins: int, repeats: int, baseline_repeats: int) ->
     snapshot, reviewers = workflow_dag(n, seed)
     start = time.perf_counter()
     index = snapshot.index
-    index.fields(default_extractor).tokens  # noqa: B018  (built once per snapshot)
+    index.fields(default_extractor)  # body fields and postings: read once per index
     index_build_ms = (time.perf_counter() - start) * 1e3
 
     rng = random.Random(seed + 1)
@@ -227,7 +238,7 @@ def run(n: int, seed: int, origins: int, repeats: int, baseline_repeats: int) ->
                 handle.query(spec, query)
                 memoised.append(time.perf_counter() - t)
         results[origin] = [(m.node_id, m.score, m.hops) for m in matches]
-        cone_sizes.append(len(handle._memo.walks[(index.pos[origin], "ancestors")].nodes))
+        cone_sizes.append(len(handle._memo.walks[(index.position(origin), "ancestors")].nodes))
 
     networkx_times: list[float] = []
     pretokenised_times: list[float] = []
@@ -283,10 +294,11 @@ def run_scorer(n: int, seed: int, name: str, queries: int) -> dict[str, Any]:
     for part in vector_parts:
         fields.vectors(part)
     embed_bodies_ms = (time.perf_counter() - t) * 1e3
-    again, _ = workflow_dag(n, seed)  # a later stage binds a new snapshot of the same nodes
+    again, _ = workflow_dag(n, seed)  # another snapshot of the same nodes, made by hand
+    again_fields = again.index.fields(default_extractor)
     t = time.perf_counter()
     for part in vector_parts:
-        again.index.fields(default_extractor).vectors(part)
+        again_fields.vectors(part)
     cached_matrix_ms = (time.perf_counter() - t) * 1e3
 
     rng = random.Random(seed + 2)
@@ -319,6 +331,65 @@ def run_scorer(n: int, seed: int, name: str, queries: int) -> dict[str, Any]:
     return report
 
 
+def run_tool(n: int, seed: int, calls: int) -> dict[str, Any]:
+    """Time the LangChain tool's ``invoke`` with default arguments, from the last reviewer.
+
+    As a model's call without arguments reaches it in a stage: a fresh memory
+    handle per call (the walk computed each time) over one bound snapshot
+    whose index is built (made by hand here: once, before timing).
+    """
+    from langgraph.prebuilt import ToolRuntime
+
+    from cortex_agents.memory import Topological
+    from cortex_agents.tools import make_memory_query_tool
+
+    snapshot, reviewers = workflow_dag(n, seed)
+    origin = reviewers[-1]
+    tool = make_memory_query_tool()
+
+    class Stage:  # what a stage context gives the tool: its handle, id and clock
+        def __init__(self) -> None:
+            self.memory = MemoryHandle(snapshot, origin, strategy=Topological())
+            self.stage_id = origin
+            self.clock = lambda: snapshot.captured_at
+
+    def invoke() -> Any:
+        runtime = ToolRuntime(
+            state={},
+            context=Stage(),
+            config={"configurable": {"thread_id": "bench"}},
+            stream_writer=lambda _: None,
+            tool_call_id="call-1",
+            store=None,
+        )
+        call = {
+            "type": "tool_call",
+            "name": tool.name,
+            "id": "call-1",
+            "args": {"runtime": runtime},
+        }
+        return tool.invoke(call)
+
+    t = time.perf_counter()
+    first = invoke()  # the index's fields and body vectors, tiktoken's encoding: once
+    first_call_ms = (time.perf_counter() - t) * 1e3
+    if first.status == "error":
+        raise SystemExit(f"the tool failed: {first.content}")
+    samples = []
+    for _ in range(calls):
+        t = time.perf_counter()
+        invoke()
+        samples.append(time.perf_counter() - t)
+    return {
+        "tool_calls": calls,
+        "tool_first_call_ms": round(first_call_ms, 1),
+        "tool_p50_ms": round(p50(samples), 3),
+        "tool_p95_ms": round(p95(samples), 3),
+        "tool_target_p95_ms": TOOL_TARGET_P95_MS,
+        "tool_target_met": p95(samples) <= TOOL_TARGET_P95_MS,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=100_000, help="workflow DAG size")
@@ -335,12 +406,18 @@ def main(argv: list[str] | None = None) -> int:
         "--scorer", help="also time the reviewer preset with this scorer (embeddings cached)"
     )
     parser.add_argument("--queries", type=int, default=60, help="queries timed with --scorer")
+    parser.add_argument(
+        "--tool", action="store_true", help="also time cortex_memory_query's invoke (no arguments)"
+    )
+    parser.add_argument("--tool-calls", type=int, default=60, help="calls timed with --tool")
     args = parser.parse_args(argv)
     if args.nodes < 200:
         parser.error("--nodes must be at least 200")
     report = run(args.nodes, args.seed, args.origins, args.repeats, args.baseline_repeats)
     if args.scorer:
         report["scorer_bench"] = run_scorer(args.nodes, args.seed, args.scorer, args.queries)
+    if args.tool:
+        report.update(run_tool(args.nodes, args.seed, args.tool_calls))
     if args.json:
         print(json.dumps(report))
     else:

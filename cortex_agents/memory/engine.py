@@ -1,20 +1,24 @@
-"""The vectorised pipeline users run: numpy and scipy over a :class:`SnapshotIndex`.
+"""The vectorised pipeline users run: numpy (and scipy for influence) over an index view.
 
-Same steps, same floats as :mod:`cortex_agents.memory.reference`, but:
+Same steps, same floats as :mod:`cortex_agents.memory.reference`, over the
+snapshot's :class:`~cortex_agents.memory.index.IndexView` (a prefix view of
+the run's incrementally kept index, or an index built for a snapshot made by
+hand), but:
 
-* BFS is scipy's compiled ``breadth_first_order``; hop counts come from its
-  BFS tree by pointer jumping (O(log depth) array passes);
-* influence is one sparse unit-lower-triangular solve over the cone, in
-  canonical position order. SuperLU's column-oriented forward substitution
-  adds each node's predecessor terms in ascending position, which is the
-  order the reference defines, so the two agree bit for bit;
+* the walk is one BFS over the view's adjacency lists, O(cone);
+* influence is one sparse unit-lower-triangular solve over the cone, in the
+  relation's canonical position order (:mod:`cortex_agents.memory.influence`),
+  from the depths the index keeps.
+  SuperLU's column-oriented forward substitution adds each node's
+  predecessor terms in ascending position, which is the order the reference
+  defines, so the two agree bit for bit;
 * the Jaccard axis is a ``bincount`` over the query tokens' postings; an
-  embedding scorer's axis is one row-wise product of the cached body matrix
+  embedding scorer's axis is one row-wise product of the cached body vectors
   with the query's vector; a :class:`~cortex_agents.memory.scorers.Blend`
   combines its parts, each computed that way;
 * the limit selects the top ``k`` by partition and sorts only those (plus
   every tie at the cut), which returns exactly the first ``k`` of the full
-  sort.
+  sort; node ids compare through order-preserving labels.
 
 Walks and influence maps are memoised in a :class:`QueryMemo` (a handle
 keeps one), keyed by origin, direction and alpha.
@@ -24,23 +28,24 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 import numpy.typing as npt
-import scipy.sparse as sp
-from scipy.sparse.csgraph import breadth_first_order
-from scipy.sparse.linalg import spsolve_triangular
 
 from cortex_agents.errors import UnknownNode
-from cortex_agents.memory.embedding import VectorScorer, cosine_axis
-from cortex_agents.memory.index import FieldsIndex, IntArray, RelationIndex, SnapshotIndex
+from cortex_agents.memory.embedding import VectorScorer
 from cortex_agents.memory.match import Match, Ranking
 from cortex_agents.memory.scorers import Blend
 from cortex_agents.memory.scoring import MICROS_PER_SECOND, clamp_axis
-from cortex_agents.memory.semantic import TokenJaccard, tokenize
+from cortex_agents.memory.semantic import TokenJaccard
 from cortex_agents.memory.snapshot import MemorySnapshot
 from cortex_agents.memory.spec import Query, WalkSpec
+from cortex_agents.timestamps import to_micros
+
+if TYPE_CHECKING:
+    from cortex_agents.memory.fields import FieldsView
+    from cortex_agents.memory.view import IndexView, IntArray
 
 __all__ = ["QueryMemo", "query_vectorised", "rank_vectorised"]
 
@@ -80,58 +85,45 @@ class QueryMemo:
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
 
-def _walk(index: SnapshotIndex, relation: str, origin: int, memo: QueryMemo) -> _Walk:
+def _walk(index: IndexView, relation: str, origin: int, memo: QueryMemo) -> _Walk:
     key = (origin, relation)
     cached = memo.walks.get(key)
-    if cached is not None:
-        return cached
-    order, predecessors = breadth_first_order(
-        index.relation(relation).adjacency, origin, directed=True, return_predecessors=True
-    )
-    local = np.empty(index.n, dtype=np.int64)
-    local[order] = np.arange(len(order))
-    parent = local[predecessors[order[1:]]]
-    parent = np.concatenate(([0], parent))
-    hops = np.ones(len(order), dtype=np.int64)
-    hops[0] = 0
-    # Pointer jumping: after each pass, hops[v] counts the edges to parent[v].
-    while True:
-        grand = parent[parent]
-        if np.array_equal(grand, parent):
-            break
-        hops += hops[parent]
-        parent = grand
-    result = _Walk(order[1:].astype(np.int64), hops[1:])
-    memo.walks[key] = result
-    return result
+    if cached is None:
+        cached = memo.walks[key] = _Walk(*index.walk(relation, origin))
+    return cached
 
 
 def _influence(
-    index: SnapshotIndex, relation: str, origin: int, alpha: float, memo: QueryMemo
+    index: IndexView, relation: str, origin: int, alpha: float, memo: QueryMemo
 ) -> FloatArray:
-    """Influence of ``origin`` on each node of its walk, aligned with ``_walk().nodes``."""
+    """Influence of ``origin`` on each node of its walk, aligned with ``_walk().nodes``.
+
+    One unit-lower-triangular solve over the cone, positions in the canonical
+    order of the relation (:mod:`cortex_agents.memory.influence`): (depth, id)
+    ascending for descendants, descending for ancestors.
+    """
     key = (origin, relation, alpha)
     cached = memo.influence.get(key)
     if cached is not None:
         return cached
-    rel: RelationIndex = index.relation(relation)
-    walk = _walk(index, relation, origin, memo)
-    cone_nodes = np.concatenate(([origin], walk.nodes))
-    cone_pos = rel.position[cone_nodes]
-    sort = np.argsort(cone_pos)
-    cone = cone_pos[sort]  # ascending canonical positions; the origin comes first
-    k = len(cone)
+    import scipy.sparse as sp  # the influence prior only: kept off the import path
+    from scipy.sparse.linalg import spsolve_triangular
 
-    starts, ends = rel.tri_indptr[cone], rel.tri_indptr[cone + 1]
-    counts = ends - starts
-    offdiag = int(counts.sum())
-    first = np.repeat(starts - np.cumsum(counts) + counts, counts)
-    take = first + np.arange(offdiag)
-    local = np.empty(index.n, dtype=np.int64)
-    local[cone] = np.arange(k)
-    rows_off = local[rel.tri_rows[take]]
+    walk = _walk(index, relation, origin, memo)
+    cone = np.concatenate(([origin], walk.nodes))
+    k = len(cone)
+    ranked = np.lexsort((index.labels(cone), index.depths(cone)))  # (depth, id) ascending
+    if relation == "ancestors":
+        ranked = ranked[::-1]
+    position = np.empty(index.n, dtype=np.int64)
+    position[cone[ranked]] = np.arange(k)  # the origin comes first
+    src, dst = index.cone_edges(relation, cone)
+    from_pos, to_pos = position[src], position[dst]
+    counts = np.bincount(from_pos, minlength=k)
+    rows_off = to_pos[np.lexsort((to_pos, from_pos))]
     # alpha / outdeg(u), as the reference computes it; sinks (outdeg 0) own no entries.
-    weights = -(alpha / np.maximum(rel.outdeg_at[cone], 1.0))
+    weights = -(alpha / np.maximum(counts, 1).astype(np.float64))
+    offdiag = len(rows_off)
 
     # Column j holds its unit diagonal first (row j < every successor row), then its successors.
     indptr = np.concatenate(([0], np.cumsum(counts + 1)))
@@ -150,9 +142,7 @@ def _influence(
     solved = spsolve_triangular(
         system, rhs, lower=True, unit_diagonal=True, overwrite_A=True, overwrite_b=True
     )
-    values = np.empty(k, dtype=np.float64)
-    values[sort] = solved
-    result = values[1:]
+    result = solved[position[walk.nodes]]
     with memo.lock:
         memo.influence[key] = result
         memo.influence_computations += 1
@@ -160,7 +150,7 @@ def _influence(
 
 
 def _merged(
-    index: SnapshotIndex, origin: int, spec: WalkSpec, memo: QueryMemo
+    index: IndexView, origin: int, spec: WalkSpec, memo: QueryMemo
 ) -> tuple[IntArray, IntArray, FloatArray]:
     """Candidates of the direction with merged hops (min) and graph axis (max)."""
     key = (origin, spec.direction, spec.prior, spec.alpha if spec.prior == "influence" else 0.0)
@@ -197,16 +187,16 @@ def _merged(
 
 
 def _beyond_boundary(
-    index: SnapshotIndex, spec: WalkSpec, origin: int, memo: QueryMemo
+    index: IndexView, spec: WalkSpec, origin: int, memo: QueryMemo
 ) -> npt.NDArray[np.bool_]:
     """Mask of nodes strictly beyond the nearest ``past_boundary`` nodes, per relation."""
     beyond = np.zeros(index.n, dtype=bool)
-    kind = index.kind_lookup.get(spec.past_boundary)  # type: ignore[arg-type]
+    kind = index.kind_id(spec.past_boundary)  # type: ignore[arg-type]
     if kind is None:
         return beyond
     for relation in _RELATIONS[spec.direction]:
         walk = _walk(index, relation, origin, memo)
-        hits = index.kind_ids[walk.nodes] == kind
+        hits = index.kind_ids(walk.nodes) == kind
         if not hits.any():
             continue
         nearest = walk.hops[hits].min()
@@ -215,48 +205,29 @@ def _beyond_boundary(
     return beyond
 
 
-def _jaccard(index: SnapshotIndex, fields: FieldsIndex, text: str, nodes: IntArray) -> FloatArray:
-    vocabulary, postings, counts = fields.tokens
-    wanted = tokenize(text)
-    hit = [postings[vocabulary[t]] for t in wanted if t in vocabulary]
-    shared = np.zeros(index.n, dtype=np.int64)
-    if hit:
-        shared = np.bincount(np.concatenate(hit), minlength=index.n)
-    inter = shared[nodes]
-    union = len(wanted) + counts[nodes] - inter
-    safe = np.where(union > 0, union, 1)
-    return np.where(union > 0, inter / safe, 0.0)
-
-
-def _scorer_axis(
-    index: SnapshotIndex, fields: FieldsIndex, scorer: object, text: str, nodes: IntArray
-) -> FloatArray:
+def _scorer_axis(fields: FieldsView, scorer: object, text: str, nodes: IntArray) -> FloatArray:
     """The clamped semantic axis of ``nodes`` under ``scorer``, vectorised where it can be."""
     if type(scorer) is TokenJaccard:  # exactly ours: a subclass may score differently
-        return _jaccard(index, fields, text, nodes)
+        return fields.jaccard(text, nodes)
     if isinstance(scorer, Blend):
         value = np.zeros(len(nodes), dtype=np.float64)
         for part, weight in scorer.parts:
-            value = value + weight * _scorer_axis(index, fields, part, text, nodes)
+            value = value + weight * _scorer_axis(fields, part, text, nodes)
         return value / scorer.total
     if isinstance(scorer, VectorScorer):
-        matrix = fields.vectors(scorer)
-        query = scorer.query_vector(text)
-        if matrix.shape[1] != query.shape[0]:  # no body or no query text had a vector
-            return np.zeros(len(nodes), dtype=np.float64)
-        return np.minimum(cosine_axis(matrix[nodes], query), 1.0)
+        return fields.cosine(scorer, text, nodes)
     return np.fromiter(
-        (clamp_axis(scorer(text, fields.bodies[i])) for i in nodes.tolist()),  # type: ignore[operator]
+        (clamp_axis(scorer(text, fields.body(i))) for i in nodes.tolist()),  # type: ignore[operator]
         np.float64,
         len(nodes),
     )
 
 
-def _semantic(index: SnapshotIndex, query: Query, nodes: IntArray) -> FloatArray:
+def _semantic(index: IndexView, query: Query, nodes: IntArray) -> FloatArray:
     if not query.text:
         return np.zeros(len(nodes), dtype=np.float64)
     fields = index.fields(query.extractor)
-    return np.clip(_scorer_axis(index, fields, query.scorer, query.text, nodes), 0.0, 1.0)
+    return np.clip(_scorer_axis(fields, query.scorer, query.text, nodes), 0.0, 1.0)
 
 
 def _output(raw: Any, projected: Any) -> Any:
@@ -311,7 +282,7 @@ def rank_vectorised(
     query = query or Query()
     memo = memo if memo is not None else QueryMemo()
     index = snapshot.index
-    start = index.pos.get(origin)
+    start = index.position(origin)
     if start is None:
         raise UnknownNode(origin)
 
@@ -322,27 +293,28 @@ def rank_vectorised(
     if spec.past_boundary is not None:
         keep &= _beyond_boundary(index, spec, start, memo)[nodes]
     if spec.scope == "settled_only":
-        keep &= index.settled[nodes]
+        keep &= index.settled(nodes)
     if query.kinds is not None:
-        wanted = [index.kind_lookup[k] for k in query.kinds if k in index.kind_lookup]
-        keep &= np.isin(index.kind_ids[nodes], wanted)
+        wanted = [index.kind_id(k) for k in query.kinds]
+        keep &= np.isin(index.kind_ids(nodes), [k for k in wanted if k is not None])
     if query.exclude_kinds:
-        unwanted = [index.kind_lookup[k] for k in query.exclude_kinds if k in index.kind_lookup]
-        keep &= ~np.isin(index.kind_ids[nodes], unwanted)
+        unwanted = [index.kind_id(k) for k in query.exclude_kinds]
+        keep &= ~np.isin(index.kind_ids(nodes), [k for k in unwanted if k is not None])
     fields = None
     if query.routing_key is not None:
         fields = index.fields(query.extractor)
         key_id = fields.routing_lookup.get(query.routing_key, -1)
-        keep &= fields.routing_ids[nodes] == key_id
+        keep &= fields.routing_ids(nodes) == key_id
     nodes, hops, graph = nodes[keep], hops[keep], _clamp(graph[keep])
 
-    age = np.maximum(index.reference_us - index.observed_us[nodes], 0) / MICROS_PER_SECOND
+    reference_us = to_micros(snapshot.captured_at)
+    age = np.maximum(reference_us - index.observed_us(nodes), 0) / MICROS_PER_SECOND
     temporal = 1.0 / (1.0 + age / spec.time_scale)
     semantic = _semantic(index, query, nodes)
     w = spec.weights
     score = (w.graph * graph + w.temporal * temporal + w.semantic * semantic) / w.total
 
-    ranks = index.id_rank[nodes]
+    ranks = index.labels(nodes)
     chosen = np.arange(len(nodes))
     if spec.limit is not None and spec.limit < len(nodes):
         cut = -np.partition(-score, spec.limit - 1)[spec.limit - 1]
@@ -355,7 +327,7 @@ def rank_vectorised(
     matches = []
     for i in order.tolist():
         node_index = int(nodes[i])
-        node = snapshot.nodes[index.ids[node_index]]
+        node = snapshot.nodes[index.node_id(node_index)]
         matches.append(
             Match(
                 node_id=node.id,
@@ -366,10 +338,10 @@ def rank_vectorised(
                 graph=float(graph[i]),
                 temporal=float(temporal[i]),
                 semantic=float(semantic[i]),
-                routing_key=fields.routing_keys[node_index],
-                body_text=fields.bodies[node_index],
-                evidence=fields.evidence[node_index],
-                output=_output(node.output, fields.projected[node_index]),
+                routing_key=fields.routing_key(node_index),
+                body_text=fields.body(node_index),
+                evidence=fields.evidence(node_index),
+                output=_output(node.output, fields.projected(node_index)),
             )
         )
     return Ranking(tuple(matches), len(nodes))

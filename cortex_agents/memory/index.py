@@ -1,268 +1,410 @@
-"""Arrays over a snapshot for the vectorised engine, built once in O(V + E).
+"""The memory index: what the vectorised engine reads, kept incrementally per branch.
 
-Nodes are renumbered in *forward canonical order* (longest path from a
-source, then node id), so the forward relation's triangular system is
-already in topological position order. The transposed relation keeps its
-own canonical positions (longest path to a sink, then node id). Both orders
-are the ones :mod:`cortex_agents.memory.influence` defines, which is what
-makes the two engines agree to the last bit.
+One :class:`MemoryIndex` per branch of a run (DESIGN §11) is extended by the
+branch's new events only — :meth:`MemoryIndex.extend` is the
+:class:`~cortex_agents.substrate.branch.Derived` seam, registered under
+:data:`MEMORY_INDEX` — and answers for any prefix of the events it has taken
+in with an immutable :class:`IndexView`. Binding a stage's snapshot is then
+O(new events since the last bind), not O(V).
 
-Per extractor, the index also caches each node's routing key, body text and
-evidence; for the Jaccard scorer an inverted index of body tokens, so a text
-query costs one ``bincount`` over the query's postings instead of tokenising
-every candidate (DESIGN §9); and for each embedding scorer an ``(n, d)``
-matrix of body vectors (filled from the scorer's embedding cache, embedding
-only what it misses), so a query embeds only its own text.
+**Ticks make prefixes exact.** The graph is not append-only: a node settles
+(its status, output and time change), rewrites add and remove edges into
+pending work. So the index never overwrites what a view may read; it records
+*when* (the event's position, its tick) each fact became true:
+
+* nodes get ordinals in scheduling order; a view at length ``L`` holds the
+  first ``n`` (those scheduled before ``L``);
+* edges get ordinals in the order they were added, and a removal tick; an
+  edge is in the view when it was added before ``L`` and not removed before;
+* a node's output, settled flag and completion time count from the tick of
+  its completion: ``tick < L`` or the view sees the node as it was before.
+
+Every value a view reads is either written before the view existed or moves
+from "never" to a tick beyond it, so views need no lock and never change.
+
+**Costs.** Extending: O(1) per event (a removal: O(out-degree)), plus
+order-preserving id labels (:mod:`cortex_agents.memory.idorder`). A view:
+O(log V). A walk (:meth:`IndexView.walk`): O(cone). Fields per extractor
+(:mod:`cortex_agents.memory.fields`) are read lazily, once per settled node.
+
+An event the index cannot apply (an unknown node, a second completion, an
+edge it does not hold, an unknown event type) raises :class:`InvalidEvent`,
+and the index refuses every later use: a silently stale index is worse than
+a failed one.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from functools import cached_property
+from bisect import bisect_left
+from collections import OrderedDict
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 import numpy.typing as npt
-import scipy.sparse as sp
 
-from cortex_agents.errors import CycleError
-from cortex_agents.memory.embedding import Matrix, VectorScorer
-from cortex_agents.memory.extract import ExtractedFields, Extractor
-from cortex_agents.memory.influence import find_cycle
-from cortex_agents.memory.semantic import tokenize
+from cortex_agents.errors import CycleError, InvalidEvent
+from cortex_agents.memory.columns import NEVER, Column
+from cortex_agents.memory.depth import Depths
+from cortex_agents.memory.extract import Extractor
+from cortex_agents.memory.idorder import IdOrder
+from cortex_agents.memory.view import IndexView
+from cortex_agents.substrate.events import (
+    EdgeAdded,
+    EdgeRemoved,
+    Event,
+    NodeRetired,
+    NodeScheduled,
+    RewriteAdmitted,
+    RewriteApplied,
+    RewriteBudgetSet,
+    RewriteRejected,
+    StageCompleted,
+    StageFailed,
+    StageStarted,
+    ToolCallMade,
+)
 from cortex_agents.substrate.records import SETTLED, NodeId
 from cortex_agents.timestamps import to_micros
 
 if TYPE_CHECKING:
+    from cortex_agents.memory.fields import FieldsIndex
     from cortex_agents.memory.snapshot import MemorySnapshot
+    from cortex_agents.substrate.state import GraphState
 
-__all__ = ["FieldsIndex", "RelationIndex", "SnapshotIndex"]
+__all__ = ["MEMORY_INDEX", "IndexView", "MemoryIndex"]
 
 IntArray = npt.NDArray[np.int64]
-_EMPTY_FIELDS: Final = ExtractedFields(None, "", ())
-_FIELDS_CACHE_SIZE: Final = 8
-_VECTORS_CACHE_SIZE: Final = 4
+MEMORY_INDEX: Final = "cortex_agents.memory.index"
+"""The key the memory index is registered under on a branch (``log.derived``)."""
+_FIELDS_KEPT: Final = 8
+_ADJACENCY_KEPT: Final = 4
+_ASKED_KEPT: Final = 64
+_NODE_EVENTS: Final = (StageStarted, StageFailed, NodeRetired, ToolCallMade)
+_IGNORED: Final = (RewriteAdmitted, RewriteRejected, RewriteApplied, RewriteBudgetSet)
 
 
-def _longest_path_levels(n: int, src: IntArray, dst: IntArray) -> tuple[IntArray, list[int]]:
-    """Longest-path level of every node from a source (Kahn's algorithm).
-
-    Returns the levels and the nodes Kahn's algorithm could not order (on or
-    downstream of a cycle; empty for a DAG).
-    """
-    order = np.argsort(src, kind="stable")
-    targets = dst[order].tolist()
-    indptr = np.searchsorted(src[order], np.arange(n + 1)).tolist()
-    indegree = np.bincount(dst, minlength=n).tolist()
-    level = [0] * n
-    ready = [v for v in range(n) if indegree[v] == 0]
-    done = 0
-    while ready:
-        u = ready.pop()
-        done += 1
-        next_level = level[u] + 1
-        for v in targets[indptr[u] : indptr[u + 1]]:
-            if level[v] < next_level:
-                level[v] = next_level
-            indegree[v] -= 1
-            if indegree[v] == 0:
-                ready.append(v)
-    stuck = [] if done == n else [v for v in range(n) if indegree[v] > 0]
-    return np.asarray(level, dtype=np.int64), stuck
-
-
-@dataclass(frozen=True, slots=True)
-class RelationIndex:
-    """One relation (forward or transposed) as arrays.
+class MemoryIndex:
+    """Nodes, edges and settle facts of one branch, by ordinal, with the tick of each fact.
 
     Attributes:
-        adjacency: CSR matrix, row ``u`` holds the successors of node ``u``.
-        outdeg: Out-degree of each node in the relation, as floats.
-        position: Canonical topological position of each node in this relation.
-        tri_indptr: CSC column pointers of the relation in position space
-            (column = source position, rows = successor positions, sorted).
-        tri_rows: Row (successor position) of each entry.
-        outdeg_at: Out-degree of the node at each position.
+        length: How many events it has taken in.
+        lock: Guards every change (extension, fields catching up).
     """
 
-    adjacency: sp.csr_array
-    outdeg: npt.NDArray[np.float64]
-    position: IntArray
-    tri_indptr: IntArray
-    tri_rows: IntArray
-    outdeg_at: npt.NDArray[np.float64]
+    def __init__(self) -> None:
+        self.length = 0
+        self.lock = threading.RLock()
+        self.ids: list[NodeId] = []
+        self.pos: dict[str, int] = {}
+        self.kind_lookup: dict[str, int] = {}
+        self.kind_names: list[str] = []
+        self.kinds = Column()
+        self.scheduled = Column()  # tick each node was scheduled (non-decreasing)
+        self.captured_us = Column()
+        self.completed_us = Column()
+        self.completed_tick = Column()  # observed_at = completed_at from this tick on
+        self.settled_tick = Column()  # a candidate of settled_only from this tick on
+        self.output_tick = Column()  # its output counts from this tick on
+        self.outputs: list[Any] = []
+        self.ready: list[int] = []  # ordinals, in the order their outputs arrived
+        self.ready_tick = Column()
+        self.order = IdOrder()
+        self.depths = Depths()  # longest path from a source: orders the influence pass
+        self.src: list[int] = []  # the BFS reads these lists; numpy reads the columns
+        self.dst: list[int] = []
+        self.src_col = Column()
+        self.dst_col = Column()
+        self.edge_tick = Column()  # tick each edge was added (non-decreasing)
+        self.removed_tick = Column()  # tick each edge was removed (NEVER while it lives)
+        self.removed: dict[int, int] = {}  # edge ordinal -> tick it was removed
+        self.removal_ticks: list[int] = []
+        self.removal_edges: list[int] = []  # the edge each removal removed, in removal order
+        self.out: list[list[int]] = []  # per node: ordinals of its edges out, in order
+        self.inc: list[list[int]] = []  # per node: ordinals of its edges in, in order
+        self.live_edges = 0
+        self._fields: OrderedDict[Extractor, FieldsIndex] = OrderedDict()
+        self._broken: str | None = None
+        self._adjacency: OrderedDict[tuple[str, int, int], Any] = OrderedDict()
+        self._asked: OrderedDict[tuple[str, int, int], int] = OrderedDict()
+
+    # -- the Derived seam ----------------------------------------------------------------
+    def extend(self, events: Sequence[Event], state: GraphState) -> None:
+        """Take in the next ``events``; ``state`` is the materialized state after them.
+
+        Raises:
+            InvalidEvent: an event the index cannot apply; the index is unusable from then on.
+        """
+        with self.lock:
+            self._usable()
+            tick = self.length
+            try:
+                for event in events:
+                    self._apply(event, tick)
+                    tick += 1
+                if len(self.ids) != len(state.nodes) or self.live_edges != len(state.edges):
+                    raise InvalidEvent(
+                        tick - 1,
+                        f"the memory index holds {len(self.ids)} nodes and {self.live_edges} "
+                        f"edges, the state {len(state.nodes)} and {len(state.edges)}",
+                    )
+            except InvalidEvent as exc:
+                self._broken = str(exc)
+                raise
+            except Exception as exc:  # a bug must not leave a half-extended index in use
+                self._broken = f"{type(exc).__name__}: {exc}"
+                raise
+            self.length = tick
+
+    def at(self, length: int) -> IndexView:
+        """The immutable view of the first ``length`` events (``length <= self.length``)."""
+        with self.lock:
+            self._usable()
+            if not 0 <= length <= self.length:
+                raise InvalidEvent(length, f"the memory index has taken in {self.length} events")
+            n = int(np.searchsorted(self.scheduled.prefix(), length))
+            edges = int(np.searchsorted(self.edge_tick.prefix(), length))
+            removals = bisect_left(self.removal_ticks, length)
+        return IndexView(self, length, n, edges, removals)
+
+    def fork(self, length: int) -> MemoryIndex:
+        """A new index of the first ``length`` events, for a branch forked there.
+
+        Copies (numpy prefixes, list slices) instead of re-reading the events:
+        no output is extracted, tokenised or embedded again.
+        """
+        with self.lock:
+            self._usable()
+            view = self.at(length)
+            n, e = view.n, view.edges
+            ready = int(np.searchsorted(self.ready_tick.prefix(), length))
+            other = MemoryIndex()
+            other.length = length
+            other.ids = self.ids[:n]
+            other.pos = {node_id: i for i, node_id in enumerate(other.ids)}
+            other.kind_lookup = dict(self.kind_lookup)
+            other.kind_names = list(self.kind_names)
+            for name in ("kinds", "scheduled", "captured_us", "completed_us"):
+                setattr(other, name, getattr(self, name).copy(n))
+            for name in ("completed_tick", "settled_tick", "output_tick"):
+                setattr(other, name, getattr(self, name).capped(n, length))
+            other.outputs = self.outputs[:n]
+            other.ready = self.ready[:ready]
+            other.ready_tick = self.ready_tick.copy(ready)
+            other.order = self.order.fork(n)
+            other.depths = self.depths.fork(n, length)
+            other.src, other.dst = self.src[:e], self.dst[:e]
+            other.src_col, other.dst_col = self.src_col.copy(e), self.dst_col.copy(e)
+            other.edge_tick = self.edge_tick.copy(e)
+            other.removed_tick = self.removed_tick.capped(e, length)
+            other.removed = {k: t for k, t in self.removed.items() if k < e and t < length}
+            kept = [
+                (t, k)
+                for t, k in zip(self.removal_ticks, self.removal_edges, strict=True)
+                if t < length
+            ]
+            other.removal_ticks = [t for t, _ in kept]
+            other.removal_edges = [k for _, k in kept]
+            other.out = [edges[: bisect_left(edges, e)] for edges in self.out[:n]]
+            other.inc = [edges[: bisect_left(edges, e)] for edges in self.inc[:n]]
+            other.live_edges = e - len(other.removed)
+            for extractor, fields in self._fields.items():
+                other._fields[extractor] = fields.fork(self, n, ready, length)
+            return other
 
     @classmethod
-    def build(cls, n: int, src: IntArray, dst: IntArray, position: IntArray) -> RelationIndex:
-        """Index the relation ``src[i] -> dst[i]`` with the given canonical positions."""
-        ones = np.ones(len(src), dtype=np.float64)
-        adjacency = sp.csr_array((ones, (src, dst)), shape=(n, n))
-        adjacency.sort_indices()
-        outdeg = np.bincount(src, minlength=n).astype(np.float64)
-        psrc, pdst = position[src], position[dst]
-        order = np.lexsort((pdst, psrc))
-        tri_indptr = np.searchsorted(psrc[order], np.arange(n + 1)).astype(np.int64)
-        outdeg_at = np.empty(n, dtype=np.float64)
-        outdeg_at[position] = outdeg
-        return cls(adjacency, outdeg, position, tri_indptr, pdst[order].astype(np.int64), outdeg_at)
+    def of_snapshot(cls, snapshot: MemorySnapshot) -> IndexView:
+        """The index of a snapshot built by hand (every fact at tick 0; the view at length 1).
 
-
-@dataclass(frozen=True, eq=False)
-class FieldsIndex:
-    """What one extractor reads of every node, plus the Jaccard inverted index.
-
-    Attributes:
-        routing_keys: Routing key per node (the kind when the extractor found none).
-        routing_ids: Interned routing key per node.
-        routing_lookup: Routing key -> interned id.
-        bodies: Body text per node.
-        evidence: Evidence strings per node.
-        projected: The slice a typed projection read, per node (``None``: the raw output).
-    """
-
-    routing_keys: list[str]
-    routing_ids: IntArray
-    routing_lookup: dict[str, int]
-    bodies: list[str]
-    evidence: list[tuple[str, ...]]
-    projected: list[Any]
-    _vectors: dict[str, Matrix] = field(default_factory=dict, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def vectors(self, scorer: VectorScorer) -> Matrix:
-        """The ``(n, d)`` body vectors of ``scorer``, built once per scorer id (up to four kept)."""
-        cached = self._vectors.get(scorer.scorer_id)
-        if cached is not None:
-            return cached
-        with self._lock:
-            cached = self._vectors.get(scorer.scorer_id)
-            if cached is None:
-                cached = scorer.document_matrix(self.bodies)
-                if len(self._vectors) >= _VECTORS_CACHE_SIZE:
-                    self._vectors.pop(next(iter(self._vectors)))
-                self._vectors[scorer.scorer_id] = cached
-        return cached
-
-    @cached_property
-    def tokens(self) -> tuple[dict[str, int], list[IntArray], IntArray]:
-        """``(vocabulary, postings per token id, token count per node)``."""
-        vocabulary: dict[str, int] = {}
-        token_ids: list[int] = []
-        owners: list[int] = []
-        counts = np.zeros(len(self.bodies), dtype=np.int64)
-        for node, body in enumerate(self.bodies):
-            tokens = tokenize(body)
-            counts[node] = len(tokens)
-            for token in tokens:
-                token_ids.append(vocabulary.setdefault(token, len(vocabulary)))
-                owners.append(node)
-        ids = np.asarray(token_ids, dtype=np.int64)
-        nodes = np.asarray(owners, dtype=np.int64)
-        order = np.argsort(ids, kind="stable")
-        bounds = np.searchsorted(ids[order], np.arange(len(vocabulary) + 1))
-        sorted_nodes = nodes[order]
-        postings = [sorted_nodes[bounds[t] : bounds[t + 1]] for t in range(len(vocabulary))]
-        return vocabulary, postings, counts
-
-
-class SnapshotIndex:
-    """The vectorised view of a :class:`MemorySnapshot`.
-
-    Attributes:
-        n: Number of nodes.
-        ids: Node id at each index (forward canonical order).
-        pos: Node id -> index.
-        kind_ids: Interned stage kind per node; ``kind_lookup`` maps kind -> id.
-        settled: Whether each node is completed.
-        observed_us: ``completed_at`` (else ``captured_at``) in epoch microseconds.
-        id_rank: Rank of each node id in code-point order (the sort's last key).
-        forward: The edge relation.
-        backward: The transposed relation.
-    """
-
-    def __init__(self, snapshot: MemorySnapshot) -> None:
-        self._snapshot = snapshot
-        given = list(snapshot.nodes)
-        n = len(given)
-        at = {node_id: i for i, node_id in enumerate(given)}
-        src = np.fromiter((at[e.source] for e in snapshot.edges), np.int64, len(snapshot.edges))
-        dst = np.fromiter((at[e.target] for e in snapshot.edges), np.int64, len(snapshot.edges))
-
-        depth, stuck = _longest_path_levels(n, src, dst)
-        if stuck:
-            relation: dict[NodeId, list[NodeId]] = {node_id: [] for node_id in given}
-            for edge in snapshot.edges:
-                relation[edge.source].append(edge.target)
-            raise CycleError(find_cycle(relation, {given[i] for i in stuck}))
-        height, _ = _longest_path_levels(n, dst, src)
-
-        id_rank = np.empty(n, dtype=np.int64)
-        id_rank[sorted(range(n), key=given.__getitem__)] = np.arange(n)
-        perm = np.lexsort((id_rank, depth))  # forward canonical order
-        renumber = np.empty(n, dtype=np.int64)
-        renumber[perm] = np.arange(n)
-        src, dst = renumber[src], renumber[dst]
-        id_rank, height = id_rank[perm], height[perm]
-
-        self.n = n
-        self.ids: list[NodeId] = [given[i] for i in perm.tolist()]
-        self.pos: dict[str, int] = {node_id: i for i, node_id in enumerate(self.ids)}
-        self.id_rank = id_rank
-        backward_position = np.empty(n, dtype=np.int64)
-        backward_position[np.lexsort((id_rank, height))] = np.arange(n)
-        self.forward = RelationIndex.build(n, src, dst, np.arange(n, dtype=np.int64))
-        self.backward = RelationIndex.build(n, dst, src, backward_position)
-
-        nodes = [snapshot.nodes[node_id] for node_id in self.ids]
-        self.kind_lookup: dict[str, int] = {}
-        self.kind_ids = np.fromiter(
-            (self.kind_lookup.setdefault(node.kind, len(self.kind_lookup)) for node in nodes),
-            np.int64,
-            n,
-        )
-        self.settled = np.fromiter((node.status == SETTLED for node in nodes), np.bool_, n)
-        self.observed_us = np.fromiter((to_micros(node.observed_at) for node in nodes), np.int64, n)
-        self.reference_us = to_micros(snapshot.captured_at)
-        self._fields: dict[Extractor, FieldsIndex] = {}
-        self._lock = threading.Lock()
-
-    def relation(self, name: str) -> RelationIndex:
-        """``"descendants"`` -> forward, ``"ancestors"`` -> backward."""
-        return self.forward if name == "descendants" else self.backward
-
-    def fields(self, extractor: Extractor) -> FieldsIndex:
-        """The fields ``extractor`` reads of every node, computed once per extractor.
-
-        Up to eight extractors are cached; pass the same extractor object
-        across queries to benefit.
+        Raises:
+            CycleError: the snapshot's topology has a cycle.
         """
-        cached = self._fields.get(extractor)
-        if cached is not None:
-            return cached
-        built = _extract_all(self._snapshot, self.ids, extractor)
-        with self._lock:
-            if len(self._fields) >= _FIELDS_CACHE_SIZE:
-                self._fields.pop(next(iter(self._fields)))
-            self._fields[extractor] = built
-        return built
+        index = cls()
+        for node in snapshot.nodes.values():
+            i = index._node(node.id, node.kind, node.captured_at, 0)
+            if node.completed_at is not None:
+                index.completed_us.data[i] = to_micros(node.completed_at)
+                index.completed_tick.data[i] = 0
+            if node.status == SETTLED:
+                index.settled_tick.data[i] = 0
+            index._ready(i, node.output, 0)
+        for edge in snapshot.edges:
+            index._edge(index.pos[edge.source], index.pos[edge.target], 0, deepen=False)
+        index._depths_from_scratch()
+        index.length = 1
+        return index.at(1)
 
+    # -- events --------------------------------------------------------------------------
+    def _apply(self, event: Event, tick: int) -> None:
+        kind = type(event)
+        if kind is NodeScheduled:
+            if event.node_id in self.pos:
+                raise InvalidEvent(tick, f"the memory index already holds {event.node_id!r}")
+            self._node(event.node_id, event.kind, event.at, tick)
+        elif kind is EdgeAdded:
+            self._edge(self._known(event.source, tick), self._known(event.target, tick), tick)
+        elif kind is StageCompleted:
+            i = self._known(event.node_id, tick)
+            if self.settled_tick.data[i] != NEVER:
+                raise InvalidEvent(tick, f"the memory index already settled {event.node_id!r}")
+            self.completed_us.data[i] = to_micros(event.at)
+            self.completed_tick.data[i] = tick
+            self.settled_tick.data[i] = tick
+            self._ready(i, event.output, tick)
+        elif kind is EdgeRemoved:
+            self._unlink(self._known(event.source, tick), self._known(event.target, tick), tick)
+        elif kind in _NODE_EVENTS:
+            self._known(event.node_id, tick)  # status only: views read it from the state
+        elif kind not in _IGNORED:
+            raise InvalidEvent(tick, f"the memory index cannot apply {kind.__name__}")
 
-def _extract_all(snapshot: MemorySnapshot, ids: list[NodeId], extractor: Callable) -> FieldsIndex:
-    routing_keys: list[str] = []
-    bodies: list[str] = []
-    evidence: list[tuple[str, ...]] = []
-    projected: list[Any] = []
-    for node_id in ids:
-        node = snapshot.nodes[node_id]
-        fields = extractor(node.output) or _EMPTY_FIELDS
-        routing_keys.append(fields.routing_key if fields.routing_key is not None else node.kind)
-        bodies.append(fields.body_text)
-        evidence.append(tuple(fields.evidence))
-        projected.append(fields.projected)
-    lookup: dict[str, int] = {}
-    routing_ids = np.fromiter(
-        (lookup.setdefault(key, len(lookup)) for key in routing_keys), np.int64, len(ids)
-    )
-    return FieldsIndex(routing_keys, routing_ids, lookup, bodies, evidence, projected)
+    def _known(self, node_id: str, tick: int) -> int:
+        i = self.pos.get(node_id)
+        if i is None:
+            raise InvalidEvent(tick, f"the memory index holds no node {node_id!r}")
+        return i
+
+    def _node(self, node_id: NodeId, kind: str, captured_at: Any, tick: int) -> int:
+        i = len(self.ids)
+        self.ids.append(node_id)
+        self.pos[node_id] = i
+        kind_id = self.kind_lookup.get(kind)
+        if kind_id is None:
+            kind_id = self.kind_lookup[kind] = len(self.kind_names)
+            self.kind_names.append(kind)
+        self.kinds.append(kind_id)
+        self.scheduled.append(tick)
+        self.captured_us.append(to_micros(captured_at))
+        self.completed_us.append(0)
+        for column in (self.completed_tick, self.settled_tick, self.output_tick):
+            column.append(NEVER)
+        self.outputs.append(None)
+        self.order.add(node_id)
+        self.out.append([])
+        self.inc.append([])
+        self.depths.add(tick)
+        return i
+
+    def _ready(self, i: int, output: Any, tick: int) -> None:
+        self.outputs[i] = output
+        self.output_tick.data[i] = tick
+        self.ready.append(i)
+        self.ready_tick.append(tick)
+
+    def _edge(self, u: int, v: int, tick: int, *, deepen: bool = True) -> None:
+        e = len(self.src)
+        self.src.append(u)
+        self.dst.append(v)
+        self.src_col.append(u)
+        self.dst_col.append(v)
+        self.edge_tick.append(tick)
+        self.removed_tick.append(NEVER)
+        self.out[u].append(e)
+        self.inc[v].append(e)
+        self.live_edges += 1
+        if deepen and self.depths.value.data[u] >= self.depths.value.data[v]:
+            self.depths.update(v, tick, self._live_sources, self._live_targets)
+
+    def _live_sources(self, v: int) -> list[int]:
+        return [self.src[e] for e in self.inc[v] if e not in self.removed]
+
+    def _live_targets(self, u: int) -> list[int]:
+        return [self.dst[e] for e in self.out[u] if e not in self.removed]
+
+    def _unlink(self, u: int, v: int, tick: int) -> None:
+        for e in reversed(self.out[u]):
+            if self.dst[e] == v and e not in self.removed:
+                self.removed[e] = tick
+                self.removed_tick.data[e] = tick
+                self.removal_ticks.append(tick)
+                self.removal_edges.append(e)
+                self.live_edges -= 1
+                self.depths.update(v, tick, self._live_sources, self._live_targets)
+                return
+        raise InvalidEvent(
+            tick, f"the memory index holds no edge {self.ids[u]!r} -> {self.ids[v]!r}"
+        )
+
+    def _usable(self) -> None:
+        if self._broken is not None:
+            raise InvalidEvent(self.length, f"the memory index is unusable: {self._broken}")
+
+    def _depths_from_scratch(self) -> None:
+        """Every depth by one Kahn pass (a snapshot made by hand); a cycle is an error."""
+        indegree = [len(edges) for edges in self.inc]
+        depth = [0] * len(self.ids)
+        ready = [i for i, degree in enumerate(indegree) if degree == 0]
+        done = 0
+        while ready:
+            u = ready.pop()
+            done += 1
+            step = depth[u] + 1
+            for e in self.out[u]:
+                v = self.dst[e]
+                if depth[v] < step:
+                    depth[v] = step
+                indegree[v] -= 1
+                if indegree[v] == 0:
+                    ready.append(v)
+        if done != len(self.ids):
+            from cortex_agents.memory.influence import find_cycle
+
+            ids, dst = self.ids, self.dst
+            relation = {ids[u]: [ids[dst[e]] for e in self.out[u]] for u in range(len(ids))}
+            stuck = {ids[i] for i, degree in enumerate(indegree) if degree > 0}
+            raise CycleError(find_cycle(relation, stuck))
+        self.depths.value.data[: len(depth)] = depth
+
+    # -- compiled adjacency ---------------------------------------------------------------
+    def adjacency(self, relation: str, edges: int, removals: int) -> Any:
+        """A scipy CSR matrix of ``relation`` over the first ``edges`` edges less the first
+        ``removals`` removals — the edge set of every view with those counts — or ``None``.
+
+        Built (O(E) in numpy) the second time a view with that edge set walks,
+        so a one-off view walks in Python in O(cone), and the stages of a run
+        whose wire was scheduled up front share one matrix. Four are kept.
+        """
+        key = (relation, edges, removals)
+        with self.lock:
+            found = self._adjacency.get(key)
+            if found is not None:
+                self._adjacency.move_to_end(key)
+                return found
+            asked = self._asked.pop(key, 0) + 1
+            self._asked[key] = asked
+            while len(self._asked) > _ASKED_KEPT:
+                self._asked.popitem(last=False)
+            if asked < 2:
+                return None
+            import scipy.sparse as sp
+
+            live = np.ones(edges, dtype=bool)
+            live[self.removal_edges[:removals]] = False
+            src, dst = self.src_col.data[:edges][live], self.dst_col.data[:edges][live]
+            if relation == "ancestors":
+                src, dst = dst, src
+            size = len(self.ids)
+            found = sp.csr_array((np.ones(len(src)), (src, dst)), shape=(size, size))
+            self._adjacency[key] = found
+            while len(self._adjacency) > _ADJACENCY_KEPT:
+                self._adjacency.popitem(last=False)
+            return found
+
+    # -- fields --------------------------------------------------------------------------
+    def fields_index(self, extractor: Extractor) -> FieldsIndex:
+        """The fields ``extractor`` reads, caught up with every output taken in (8 kept)."""
+        from cortex_agents.memory.fields import FieldsIndex
+
+        with self.lock:
+            self._usable()
+            fields = self._fields.get(extractor)
+            if fields is None:
+                fields = FieldsIndex(extractor)
+                self._fields[extractor] = fields
+                while len(self._fields) > _FIELDS_KEPT:
+                    self._fields.popitem(last=False)
+            else:
+                self._fields.move_to_end(extractor)
+            fields.catch_up(self)
+            return fields

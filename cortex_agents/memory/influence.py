@@ -7,14 +7,33 @@ probability that a walk from the origin, continuing with probability
 ``alpha`` along a uniformly chosen out-edge, visits ``v``; it is in [0, 1].
 
 Floating-point addition is not associative, so the order of the sum is part
-of the definition: predecessors are added in ascending *canonical
-topological position* — nodes sorted by (longest path from a source of the
-relation, node id by code point). That order does not depend on the order
-nodes and edges were given in, and the vectorised engine's triangular solve
-adds in exactly that order, so both engines produce identical floats.
+of the definition: a node's predecessors are added in ascending position of
+a topological order. The memory pipeline uses the graph's *canonical order*
+— nodes sorted by (depth, node id by code point), depth being the longest
+path from a source of the graph (:func:`canonical_order` of the forward
+relation):
+
+* ``descendants`` (the graph itself): that order, ascending;
+* ``ancestors`` (the transposed graph): that order reversed — (depth, id)
+  descending, a topological order of the transposed graph.
+
+Neither depends on the order nodes and edges were given in, and the
+vectorised engine's triangular solve adds in exactly that order, so both
+engines produce identical floats. A node's depth depends only on its own
+ancestors, so the order of an origin's ancestor cone — and the bits of its
+ancestor influence — never change as nodes are appended to a run (DESIGN §9);
+the memory index keeps depths as the run grows, so it never sorts the graph.
+
+(Until the incremental index, ancestors were summed in the transposed
+relation's own canonical order, (longest path to a sink, id): appending a
+node changed that for every node above it, so the last bits of ancestor
+influence could change as a run grew. Descendant influence is summed exactly
+as before.)
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from cortex_agents.errors import CycleError, UnknownNode
 from cortex_agents.memory.walk import Relation
@@ -68,7 +87,11 @@ def canonical_order(relation: Relation) -> list[NodeId]:
 
 
 def dag_random_walk_influence(
-    relation: Relation, origin: str, alpha: float = DEFAULT_ALPHA
+    relation: Relation,
+    origin: str,
+    alpha: float = DEFAULT_ALPHA,
+    *,
+    order: Sequence[NodeId] | None = None,
 ) -> dict[NodeId, float]:
     """Influence of ``origin`` on every node of ``relation`` (0 outside its cone).
 
@@ -76,6 +99,10 @@ def dag_random_walk_influence(
         relation: Successors of every node (every node must be a key).
         origin: Where the walk starts.
         alpha: Continuation probability of the walk, in [0, 1].
+        order: The summation order: every node, in a topological order of
+            ``relation``. Default: :func:`canonical_order` of ``relation``.
+            The memory pipeline passes the graph's canonical order, reversed
+            for the transposed graph (see the module docstring).
 
     Raises:
         CycleError: the relation has a cycle (never a silent empty map).
@@ -83,7 +110,8 @@ def dag_random_walk_influence(
     """
     if origin not in relation:
         raise UnknownNode(origin)
-    order = canonical_order(relation)
+    canonical = canonical_order(relation)  # a cyclic relation is an error, wherever the cycle is
+    order = canonical if order is None else order
     position = {node: i for i, node in enumerate(order)}
     predecessors: dict[NodeId, list[NodeId]] = {node: [] for node in relation}
     for node, successors in relation.items():

@@ -26,7 +26,6 @@ from cortex_agents.memory.spec import Query, WalkSpec
 from cortex_agents.memory.walk import (
     Relation,
     bfs_distance,
-    direction_relations,
     relations_of,
     walk_candidates,
 )
@@ -75,9 +74,13 @@ def query_reference(
     query = query or Query()
     if origin not in snapshot.nodes:
         raise UnknownNode(origin)
-    forward, _ = relations_of(snapshot)
-    canonical_order(forward)  # a cyclic snapshot is an error for every query
-    relations = direction_relations(snapshot, spec.direction)
+    forward, backward = relations_of(snapshot)
+    canonical = canonical_order(forward)  # a cyclic snapshot is an error for every query
+    relations = {
+        "ancestors": (backward,),
+        "descendants": (forward,),
+        "bidirectional": (forward, backward),
+    }[spec.direction]
     origin_id = NodeId(origin)
 
     hops = walk_candidates(snapshot, origin, spec.direction)
@@ -92,8 +95,9 @@ def query_reference(
 
     graph: dict[NodeId, float] = {}
     if spec.prior == "influence":
-        for relation in relations:
-            influence = dag_random_walk_influence(relation, origin_id, spec.alpha)
+        for relation in relations:  # summed in the graph's canonical order, reversed for ancestors
+            order = canonical if relation is forward else canonical[::-1]
+            influence = dag_random_walk_influence(relation, origin_id, spec.alpha, order=order)
             for node in hops:
                 graph[node] = max(graph.get(node, 0.0), influence[node])
     else:

@@ -2,9 +2,15 @@
 
 A :class:`MemorySnapshot` holds the full topology as of its ``captured_at``
 (every node, every status: walks and influence run over all of it) and the
-outputs of the nodes that had settled. It is bound once and never changes;
-the arrays the vectorised engine needs are built from it on first use and
-shared by every handle over it.
+outputs of the nodes that had settled. It is bound once and never changes.
+
+The vectorised engine reads it through an index view
+(:class:`~cortex_agents.memory.index.IndexView`). A snapshot bound on a log
+(:meth:`MemorySnapshot.from_log`, what stages get) reads the prefix view of
+the index its branch keeps incrementally: binding costs the events added
+since the branch's last bind, not O(V). A snapshot made by hand
+(:meth:`MemorySnapshot.of`, :meth:`MemorySnapshot.from_state`) gets an index
+built for it on first use, O(V + E), shared by every handle over it.
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ from cortex_agents.substrate.state import GraphState
 from cortex_agents.timestamps import require_aware
 
 if TYPE_CHECKING:
-    from cortex_agents.memory.index import SnapshotIndex
+    from cortex_agents.memory.view import IndexView
+    from cortex_agents.substrate.log import SubstrateLog
 
 __all__ = ["MemorySnapshot"]
 
@@ -111,9 +118,25 @@ class MemorySnapshot:
             object.__setattr__(snapshot, name, value)
         return snapshot
 
-    @cached_property
-    def index(self) -> SnapshotIndex:
-        """Arrays for the vectorised engine, built once per snapshot (O(V + E))."""
-        from cortex_agents.memory.index import SnapshotIndex
+    @classmethod
+    def from_log(
+        cls, log: SubstrateLog, captured_at: datetime, *, run_id: str | None = None
+    ) -> MemorySnapshot:
+        """The snapshot of a log's state, its index a prefix view of the log's branch index.
 
-        return SnapshotIndex(self)
+        Binding is O(events the branch's index has not taken in yet); the view
+        is taken on first query and is exactly the index of ``log``'s events.
+        """
+        snapshot = cls.from_state(log.state, captured_at, run_id=run_id)
+        object.__setattr__(snapshot, "_log", log)
+        return snapshot
+
+    @cached_property
+    def index(self) -> IndexView:
+        """The index view the vectorised engine reads (see the module docstring)."""
+        from cortex_agents.memory.index import MEMORY_INDEX, MemoryIndex
+
+        log = self.__dict__.get("_log")
+        if log is not None:
+            return log.derived(MEMORY_INDEX, MemoryIndex)
+        return MemoryIndex.of_snapshot(self)

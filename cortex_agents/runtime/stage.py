@@ -98,7 +98,8 @@ def bind_context(
     node = state.node(stage_id)
     strategy = strategy if strategy is not None else Classic()
     entry_time = clock()
-    snapshot = MemorySnapshot.from_state(state, entry_time, run_id=thread_id)
+    # a prefix view of the index the frontier's branch keeps: O(events since the last bind)
+    snapshot = MemorySnapshot.from_log(frontier, entry_time, run_id=thread_id)
     journal: list[Event] = []
     return StageContext(
         stage_id=stage_id,

@@ -15,9 +15,12 @@ under one lock and one bound each:
 * the **materialized state** of a few lengths (:data:`STATE_CACHE`, least
   recently used first out), so a longer view folds only what it adds;
 * **derived structures** (:class:`Derived`): anything else a consumer wants
-  kept incrementally per branch, e.g. a memory index. Each is extended by the
-  events it has not seen, up to the length asked for, and answers for any
-  prefix it has seen — binding a snapshot costs O(new events).
+  kept incrementally per branch, e.g. the memory index
+  (:mod:`cortex_agents.memory.index`). Each is extended by the events it has
+  not seen, up to the length asked for, and answers for any prefix it has
+  seen — binding a snapshot costs O(new events). A structure that can copy
+  itself as of a prefix (``fork(length)``) is carried over to a branch forked
+  from this one, so a fork does not re-read the events it shares.
 
 Digests and times are computed lazily, on first use, for the events not yet
 covered: a branch nobody asks for a hash pays nothing.
@@ -96,6 +99,9 @@ class Derived(Protocol[T]):
     def at(self, length: int) -> T:
         """An immutable view of the structure as of the first ``length`` events (<= ``self.length``)."""
 
+    # Optional: ``fork(length) -> Derived[T]``, a new structure of the first ``length``
+    # events (<= ``self.length``), for a branch forked there (see :meth:`Branch.fork`).
+
 
 class Branch:
     """Events of one log and what is derived from them; shared by every view.
@@ -128,12 +134,17 @@ class Branch:
         """A new, unsealed branch: this one's first ``length`` events, then ``events``.
 
         Hashes and times already computed for the shared prefix are copied,
-        not recomputed; states and derived structures start afresh.
+        not recomputed; states start afresh; a derived structure that can
+        ``fork`` is carried over as of the shared prefix (the others start afresh).
         """
         with self.lock:
             other = Branch([*self.events[:length], *events])
             other._digests = self._digests[: DIGEST_SIZE * length]
             other._latest = self._latest[:length]
+            for key, structure in self._derived.items():
+                carry = getattr(structure, "fork", None)
+                if carry is not None:
+                    other._derived[key] = carry(min(length, structure.length))
         return other
 
     # -- materialized state --------------------------------------------------------------

@@ -45,6 +45,7 @@ tool the agent was not given is refused by LangGraph and runs nothing.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
 import threading
@@ -59,7 +60,7 @@ from langgraph.prebuilt import ToolRuntime
 from langgraph.types import Command
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
-from cortex_agents.errors import InvalidArgument
+from cortex_agents.errors import InvalidArgument, InvalidEvent
 from cortex_agents.memory.presets import BUILTIN_PRESETS, PresetRegistry
 from cortex_agents.memory.strategy import Topological
 from cortex_agents.runtime.clock import Clock, utc_clock
@@ -224,7 +225,7 @@ class GraphBoundTool(BaseTool):
         if _is_stage_context(context):
             return self._delegate(arguments, runtime, context, call_id)
         try:
-            context, opening = self._bind(runtime, call_id)
+            context, frontier, opening = self._bind(runtime, call_id)
         except _Unavailable as exc:
             return tool_error(UNAVAILABLE, str(exc), tool_call_id=call_id, name=self.name)
         message = self._delegate(arguments, runtime, context, call_id)
@@ -240,6 +241,7 @@ class GraphBoundTool(BaseTool):
         asked = bounded_json({"tool": self.name, "arguments": arguments})
         done = StageCompleted(node_id=context.stage_id, at=self.binding.clock(), output=asked)
         events = [*opening, *context.journal, made, done]
+        _hold(frontier, events[len(opening) - 1 :])  # the frontier holds all but `started`
         return Command(
             update={
                 self.binding.messages_key: [message],
@@ -292,8 +294,9 @@ class GraphBoundTool(BaseTool):
 
     def _bind(
         self, runtime: ToolRuntime[Any, Any], call_id: str
-    ) -> tuple[StageContext, list[Event]]:
-        """The calling stage's context, and the events that open it (scheduled, edges, started)."""
+    ) -> tuple[StageContext, SubstrateLog, list[Event]]:
+        """The calling stage's context, the log its memory is bound on, and the events that
+        open it (scheduled, edges, started)."""
         binding = self.binding
         state = runtime.state
         log = _read(state, binding.channel)
@@ -339,7 +342,7 @@ class GraphBoundTool(BaseTool):
         # `frontier`: the log prefix the memory saw, the caller's own scheduling included; exact
         # for a turn's first graph-bound call, whose events LangGraph applies first.
         started = StageStarted(node_id=node_id, at=context.entry_time, frontier=len(frontier))
-        return context, [*opening, started]
+        return context, frontier, [*opening, started]
 
     def _slot(self, runtime: ToolRuntime[Any, Any], message: AIMessage | None, call_id: str) -> int:
         """How many graph-bound calls precede this one in its turn (each takes its own id)."""
@@ -352,6 +355,20 @@ class GraphBoundTool(BaseTool):
             bound = set(GRAPH_TOOL_NAMES) | {self.name}
         ids = [c.get("id") for c in message.tool_calls if c.get("name") in bound]
         return ids.index(call_id) if call_id in ids else 0
+
+
+def _hold(frontier: SubstrateLog, rest: list[Event]) -> None:
+    """Append the call's remaining events to the log its memory was bound on.
+
+    The frontier extends the graph's log on the same branch (it added the
+    call's scheduling), so when LangGraph's reducer appends the call's events
+    to the graph's log it finds them already held and adopts them: the branch,
+    and the memory index it keeps, go on growing in place instead of being
+    copied — the next call binds in O(its new events). Events that cannot be
+    appended here are left to the reducer, which refuses them as before.
+    """
+    with contextlib.suppress(InvalidEvent, InvalidArgument):
+        frontier.appended(rest)
 
 
 def _is_stage_context(context: Any) -> bool:

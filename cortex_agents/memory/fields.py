@@ -1,0 +1,309 @@
+"""What one extractor reads of every node, kept incrementally, and read as of a view.
+
+A :class:`FieldsIndex` belongs to one :class:`~cortex_agents.memory.index.MemoryIndex`
+and one extractor. It reads each node's output once, when the output arrives
+(in the order outputs arrived; it catches up lazily, on the first query that
+needs it): routing key, body text, evidence, the projected slice; for the
+Jaccard scorer the body's tokens, appended to an inverted index (so a text
+query costs one ``bincount`` over its tokens' postings instead of tokenising
+every candidate — DESIGN §9); and, per embedding scorer, the body's vector,
+one row of an ``(n, d)`` matrix filled from the scorer's embedding cache
+(a query embeds only its own text).
+
+A node whose output had not arrived as of a view reads as the extractor
+reads ``None``: its routing key is the extractor's, else the node's kind; its
+body and vector those of the extractor's empty fields. :class:`FieldsView`
+applies that rule, so a view never sees an output that arrived after it.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from cortex_agents.errors import InvalidArgument
+from cortex_agents.memory.columns import Column, Rows
+from cortex_agents.memory.embedding import Matrix, VectorScorer, cosine_axis
+from cortex_agents.memory.extract import ExtractedFields, Extractor
+from cortex_agents.memory.semantic import tokenize
+
+if TYPE_CHECKING:
+    from cortex_agents.memory.index import MemoryIndex
+    from cortex_agents.memory.view import IndexView, IntArray
+
+__all__ = ["FieldsIndex", "FieldsView"]
+
+FloatArray = npt.NDArray[np.float64]
+_EMPTY: Final = ExtractedFields(None, "", ())
+_VECTORS_KEPT: Final = 4
+
+
+class _Vectors:
+    """Body vectors of one scorer: a row per node whose output arrived (zeros for empty bodies)."""
+
+    __slots__ = ("done", "empty", "rows")
+
+    def __init__(self) -> None:
+        self.done = 0  # outputs embedded, in arrival order
+        self.rows = Rows()
+        self.empty: Matrix | None = None  # the vector of the extractor's empty body
+
+
+class FieldsIndex:
+    """The fields one extractor reads of one memory index's nodes, by ordinal.
+
+    Changed only under the memory index's lock (:meth:`catch_up`).
+
+    Attributes:
+        extractor: The extractor.
+        empty: What it reads of a node without output (``extractor(None)``).
+        done: How many arrived outputs it has read.
+        routing_lookup: Routing key -> interned id.
+    """
+
+    def __init__(self, extractor: Extractor) -> None:
+        self.extractor = extractor
+        self.empty = extractor(None) or _EMPTY
+        self.empty_tokens = tokenize(self.empty.body_text)
+        self.done = 0
+        self.routing_lookup: dict[str, int] = {}
+        self.routing_keys: list[str] = []
+        self.routing = Column()
+        self.bodies: list[str] = []
+        self.evidence: list[tuple[str, ...]] = []
+        self.projected: list[Any] = []
+        self.counts = Column()
+        self.vocabulary: dict[str, int] = {}
+        self.postings: list[Column] = []
+        self._kind_routing: dict[int, int] = {}
+        self._vectors: OrderedDict[str, _Vectors] = OrderedDict()
+
+    def fork(self, parent: MemoryIndex, n: int, ready: int, length: int) -> FieldsIndex:
+        """A copy for the fork of ``parent`` at ``length`` events (``n`` nodes, ``ready`` outputs).
+
+        Fields of outputs that arrived after the fork point are left out of
+        the postings and count as not read; rows and list entries of those
+        nodes stay behind but are never read before the fork reads them anew.
+        """
+        other = FieldsIndex.__new__(FieldsIndex)
+        other.extractor, other.empty, other.empty_tokens = (
+            self.extractor,
+            self.empty,
+            self.empty_tokens,
+        )
+        other.done = min(self.done, ready)
+        other.routing_lookup = dict(self.routing_lookup)
+        other.routing_keys = list(self.routing_keys)
+        size = min(n, len(self.bodies))
+        other.routing = self.routing.copy(size)
+        other.counts = self.counts.copy(size)
+        other.bodies = self.bodies[:size]
+        other.evidence = self.evidence[:size]
+        other.projected = self.projected[:size]
+        other.vocabulary = dict(self.vocabulary)
+        arrived = parent.output_tick.data
+        other.postings = []
+        for posting in self.postings:  # each in arrival order: cut at the fork's length
+            owners = posting.prefix()
+            other.postings.append(posting.copy(int(np.searchsorted(arrived[owners], length))))
+        other._kind_routing = dict(self._kind_routing)
+        other._vectors = OrderedDict()
+        for scorer_id, held in self._vectors.items():
+            kept = _Vectors()
+            kept.done = min(held.done, other.done)
+            kept.rows = held.rows.copy(size)
+            kept.empty = held.empty
+            other._vectors[scorer_id] = kept
+        return other
+
+    def intern(self, key: str) -> int:
+        """The interned id of a routing key (new keys get the next id)."""
+        found = self.routing_lookup.get(key)
+        if found is None:
+            found = self.routing_lookup[key] = len(self.routing_keys)
+            self.routing_keys.append(key)
+        return found
+
+    def catch_up(self, index: MemoryIndex) -> None:
+        """Read every output that arrived since the last call (the caller holds the index lock)."""
+        size = len(index.ids)
+        missing = size - len(self.bodies)
+        if missing > 0:  # a slot for every node, read only once its output arrived
+            self.bodies.extend([""] * missing)
+            self.evidence.extend([()] * missing)
+            self.projected.extend([None] * missing)
+            self.routing.pad(size, -1)
+            self.counts.pad(size, 0)
+        ready = index.ready
+        if self.done == len(ready):
+            return
+        kinds = index.kind_names
+        for i in ready[self.done :]:
+            fields = self.extractor(index.outputs[i]) or _EMPTY
+            key = fields.routing_key
+            self.routing.data[i] = self.intern(
+                key if key is not None else kinds[index.kinds.data[i]]
+            )
+            self.bodies[i] = fields.body_text
+            self.evidence[i] = tuple(fields.evidence)
+            self.projected[i] = fields.projected
+            tokens = tokenize(fields.body_text)
+            self.counts.data[i] = len(tokens)
+            for token in tokens:
+                token_id = self.vocabulary.get(token)
+                if token_id is None:
+                    token_id = self.vocabulary[token] = len(self.postings)
+                    self.postings.append(Column(capacity=4))
+                self.postings[token_id].append(i)
+        self.done = len(ready)
+
+    def kind_routing(self, index: MemoryIndex) -> IntArray:
+        """Routing id of a node without output, by kind id (the caller holds the index lock)."""
+        for kind_id in range(len(self._kind_routing), len(index.kind_names)):
+            key = self.empty.routing_key
+            self._kind_routing[kind_id] = self.intern(
+                key if key is not None else index.kind_names[kind_id]
+            )
+        return np.fromiter(self._kind_routing.values(), np.int64, len(self._kind_routing))
+
+    def vectors(self, index: MemoryIndex, scorer: VectorScorer) -> _Vectors:
+        """The body vectors of ``scorer``, caught up (the caller holds the index lock; 4 kept)."""
+        held = self._vectors.get(scorer.scorer_id)
+        if held is None:
+            held = self._vectors[scorer.scorer_id] = _Vectors()
+            while len(self._vectors) > _VECTORS_KEPT:
+                self._vectors.popitem(last=False)
+        else:
+            self._vectors.move_to_end(scorer.scorer_id)
+        if held.done < self.done:
+            at = np.asarray(index.ready[held.done : self.done], dtype=np.int64)
+            bodies = [self.bodies[i] for i in at.tolist()]
+            if any(bodies):
+                matrix = scorer.document_matrix(bodies)
+                dim = held.rows.dim
+                if dim is not None and matrix.shape[1] != dim:
+                    raise InvalidArgument(
+                        "embeddings", f"must all have {dim} dimensions", matrix.shape[1]
+                    )
+                held.rows.put(at, matrix)
+            held.done = self.done
+        if held.empty is None and self.empty.body_text:
+            held.empty = scorer.document_matrix([self.empty.body_text])
+        return held
+
+
+class FieldsView:
+    """A :class:`FieldsIndex` as of an :class:`~cortex_agents.memory.index.IndexView`."""
+
+    __slots__ = ("fields", "view")
+
+    def __init__(self, fields: FieldsIndex, view: IndexView) -> None:
+        self.fields = fields
+        self.view = view
+
+    def _ready(self, i: int) -> bool:
+        return bool(self.view.index.output_tick.data[i] < self.view.length)
+
+    @property
+    def routing_lookup(self) -> dict[str, int]:
+        """Routing key -> interned id (may hold keys of later nodes: they match nothing here)."""
+        return self.fields.routing_lookup
+
+    def routing_ids(self, nodes: IntArray) -> IntArray:
+        """The interned routing key of each node."""
+        index = self.view.index
+        with index.lock:
+            by_kind = self.fields.kind_routing(index)
+        ready = self.view.ready(nodes)
+        return np.where(ready, self.fields.routing.data[nodes], by_kind[self.view.kind_ids(nodes)])
+
+    def routing_key(self, i: int) -> str:
+        """The routing key of node ``i`` (the extractor's, else its kind)."""
+        fields = self.fields
+        if self._ready(i):
+            return fields.routing_keys[int(fields.routing.data[i])]
+        key = fields.empty.routing_key
+        index = self.view.index
+        return key if key is not None else index.kind_names[int(index.kinds.data[i])]
+
+    def body(self, i: int) -> str:
+        """The body text of node ``i``."""
+        return self.fields.bodies[i] if self._ready(i) else self.fields.empty.body_text
+
+    def evidence(self, i: int) -> tuple[str, ...]:
+        """The evidence strings of node ``i``."""
+        return self.fields.evidence[i] if self._ready(i) else tuple(self.fields.empty.evidence)
+
+    def projected(self, i: int) -> Any:
+        """The slice a typed projection read of node ``i`` (``None``: the raw output)."""
+        return self.fields.projected[i] if self._ready(i) else self.fields.empty.projected
+
+    def jaccard(self, text: str, nodes: IntArray) -> FloatArray:
+        """Token Jaccard of ``text`` against each node's body, from the inverted index."""
+        fields, index = self.fields, self.view.index
+        wanted = tokenize(text)
+        with index.lock:  # postings grow under the lock: read them under it too
+            hit = [
+                fields.postings[fields.vocabulary[t]].prefix()
+                for t in wanted
+                if t in fields.vocabulary
+            ]
+            shared = np.zeros(len(nodes), dtype=np.int64)
+            if hit:
+                owners = np.concatenate(hit)
+                shared = (
+                    np.bincount(owners, minlength=self.view.n)[nodes] if len(owners) else shared
+                )
+        # bincount may be longer than the view (outputs of later nodes): only `nodes` are read
+        ready = self.view.ready(nodes)
+        counts = np.where(ready, fields.counts.data[nodes], len(fields.empty_tokens))
+        inter = np.where(ready, shared, len(wanted & fields.empty_tokens))
+        union = len(wanted) + counts - inter
+        safe = np.where(union > 0, union, 1)
+        return np.where(union > 0, inter / safe, 0.0)
+
+    def cosine(self, scorer: VectorScorer, text: str, nodes: IntArray) -> FloatArray:
+        """``min(max(cos, 0), 1)`` of each node's body vector against ``text``'s vector.
+
+        A node whose body has no vector of the query's width (an empty body,
+        or no vector at all) scores 0, as the reference engine scores it.
+        """
+        index, view = self.view.index, self.view
+        with index.lock:
+            held = self.fields.vectors(index, scorer)
+            dim = held.rows.dim
+            matrix = held.rows.take(nodes) if dim is not None else None
+            empty = held.empty
+        query = scorer.query_vector(text)
+        axis = np.zeros(len(nodes), dtype=np.float64)
+        ready = view.ready(nodes)
+        if matrix is not None and dim == query.shape[0]:
+            axis[ready] = cosine_axis(matrix[ready], query)
+        if empty is not None and self.fields.empty.body_text and empty.shape[1] == query.shape[0]:
+            axis[~ready] = cosine_axis(empty, query)[0]
+        return np.minimum(axis, 1.0)
+
+    def vectors(self, scorer: VectorScorer) -> Matrix:
+        """The ``(n, d)`` body vectors of the view's nodes under ``scorer`` (embedding what is missing).
+
+        Rows of nodes without a vector of the common width (empty bodies) are zeros.
+        """
+        index, view = self.view.index, self.view
+        nodes = np.arange(view.n, dtype=np.int64)
+        with index.lock:
+            held = self.fields.vectors(index, scorer)
+            matrix = held.rows.take(nodes) if held.rows.dim is not None else None
+        if matrix is None:
+            return np.zeros((view.n, 1), dtype=np.float32)
+        matrix[~view.ready(nodes)] = 0.0
+        return matrix
+
+    # Compatibility with the per-snapshot index of earlier versions (benchmarks read these).
+    @property
+    def bodies(self) -> list[str]:
+        """The body text of every node of the view, by ordinal."""
+        with self.view.index.lock:
+            return [self.body(i) for i in range(self.view.n)]

@@ -1,0 +1,306 @@
+"""The incrementally kept memory index: every prefix view equals a from-scratch rebuild.
+
+A run's branch keeps one memory index, extended by new events only; a stage's
+snapshot reads a prefix view of it. These tests compare, after every step of
+random runs (scheduling, edges added and removed by rewrites, failures and
+retries, forks of older views), each view with an index built from scratch for
+the fold of the same events — structurally and through the rankings both
+engines compute from them, exactly (same floats).
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cortex_agents.errors import InvalidEvent
+from cortex_agents.memory import (
+    EmbeddingScorer,
+    MemorySnapshot,
+    Query,
+    WalkSpec,
+    Weights,
+    default_extractor,
+    query_reference,
+    query_vectorised,
+    token_jaccard,
+)
+from cortex_agents.memory.index import MEMORY_INDEX, MemoryIndex
+from cortex_agents.substrate import (
+    EdgeAdded,
+    EdgeRemoved,
+    NodeScheduled,
+    StageCompleted,
+    StageStarted,
+    SubstrateLog,
+    fold,
+)
+from tests.embedding_support import HashEmbedder
+from tests.helpers import T0
+from tests.substrate_support import next_event, random_run
+
+SCORER = EmbeddingScorer(HashEmbedder())
+SPECS = [
+    WalkSpec(
+        direction=direction,
+        prior=prior,
+        scope=scope,
+        weights=Weights(graph=1.0, temporal=0.5, semantic=1.0),
+    )
+    for direction in ("ancestors", "descendants", "bidirectional")
+    for prior in ("influence", "hop_decay")
+    for scope in ("settled_only", "debug_all_statuses")
+]
+
+
+def rows(matches):
+    return [
+        (
+            m.node_id,
+            m.status,
+            m.hops,
+            m.score,
+            m.graph,
+            m.temporal,
+            m.semantic,
+            m.routing_key,
+            m.body_text,
+            m.evidence,
+            m.output,
+        )
+        for m in matches
+    ]
+
+
+def describe(snapshot: MemorySnapshot) -> dict:
+    """Everything a view answers, by node id (ordinals may differ between indexes)."""
+    view = snapshot.index
+    nodes = np.arange(view.n, dtype=np.int64)
+    ids = [view.node_id(i) for i in range(view.n)]
+    fields = view.fields(default_extractor)
+    labels = view.labels(nodes)
+    walks = {}
+    for i in range(view.n):
+        for relation in ("ancestors", "descendants"):
+            reached, hops = view.walk(relation, i)
+            walks[ids[i], relation] = sorted(
+                (view.node_id(int(v)), int(h)) for v, h in zip(reached, hops, strict=True)
+            )
+    kind_names = view.index.kind_names
+    routing_keys = fields.fields.routing_keys
+    return {
+        "ids": sorted(ids),
+        "by_label": [ids[i] for i in np.argsort(labels, kind="stable")],
+        "settled": dict(zip(ids, view.settled(nodes).tolist(), strict=True)),
+        "observed": dict(zip(ids, view.observed_us(nodes).tolist(), strict=True)),
+        "kinds": {ids[i]: kind_names[k] for i, k in enumerate(view.kind_ids(nodes).tolist())},
+        "routing": {ids[i]: fields.routing_key(i) for i in range(view.n)},
+        "routing_ids": {
+            ids[i]: routing_keys[k] for i, k in enumerate(fields.routing_ids(nodes).tolist())
+        },
+        "bodies": {ids[i]: fields.body(i) for i in range(view.n)},
+        "evidence": {ids[i]: fields.evidence(i) for i in range(view.n)},
+        "walks": walks,
+    }
+
+
+def assert_view_exact(log: SubstrateLog, *, queries: int = 2, rng: random.Random) -> None:
+    """The log's incremental view against a rebuild from the fold of its events."""
+    captured = T0 + timedelta(hours=2)
+    incremental = MemorySnapshot.from_log(log, captured)
+    rebuilt = MemorySnapshot.from_state(fold(list(log)), captured)
+    assert incremental.index.index is log.branch._derived[MEMORY_INDEX]
+    assert incremental.index.index is not rebuilt.index.index
+    assert describe(incremental) == describe(rebuilt)
+    if not incremental.nodes:
+        return
+    origins = rng.sample(sorted(incremental.nodes), min(queries, len(incremental.nodes)))
+    for origin in origins:
+        for spec in rng.sample(SPECS, 4):
+            scorer = rng.choice([token_jaccard, SCORER])
+            text = rng.choice(["", "n001 at 3", "at n004 9"])
+            key = rng.choice([None, None, "planner", "analyst"])
+            query = Query(text=text, scorer=scorer, routing_key=key)
+            got = query_vectorised(incremental, origin, spec, query)
+            assert rows(got) == rows(query_vectorised(rebuilt, origin, spec, query))
+            assert rows(got) == rows(query_reference(rebuilt, origin, spec, query))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**32))
+def test_incremental_views_equal_a_rebuild_after_every_step_of_random_forked_runs(seed):
+    rng = random.Random(seed)
+    logs = [SubstrateLog()]
+    for tick in range(60):
+        base = rng.choice(logs[-5:])
+        if rng.random() < 0.25 and len(base):  # an older prefix, then a fork from it
+            base = base.prefix(rng.randrange(len(base) + 1))
+        state, batch = base.state, []
+        for step in range(rng.randint(1, 4)):
+            event = next_event(state, rng, tick * 10 + step)
+            state = fold([event], state)
+            batch.append(event)
+        log = base.appended(batch)
+        assert_view_exact(log, rng=rng)
+        logs.append(log)
+
+
+def test_views_taken_at_many_points_of_one_long_run_stay_exact():
+    rng = random.Random(17)
+    events = random_run(rng, 700)
+    log = SubstrateLog(events)
+    assert len(log.state.nodes) >= 100  # hundreds of events, about a hundred nodes and more
+    log.derived(MEMORY_INDEX, MemoryIndex)  # the index takes in the whole run first ...
+    for length in sorted(rng.sample(range(len(events) + 1), 25)):  # ... then older views
+        assert_view_exact(log.prefix(length), queries=3, rng=rng)
+    assert log.branch._derived[MEMORY_INDEX].length == len(events)
+
+
+def chain(n: int, *, settle: bool = True) -> list:
+    """``n`` nodes in a chain with a side branch every third node, each settled in turn."""
+    events: list = []
+    for i in range(n):
+        at = T0 + timedelta(seconds=i)
+        events.append(NodeScheduled(node_id=f"n{i:04d}", kind="work", at=at))
+        if i:
+            events.append(EdgeAdded(source=f"n{i - 1:04d}", target=f"n{i:04d}", at=at))
+        if i > 2 and i % 3 == 0:
+            events.append(EdgeAdded(source=f"n{i - 3:04d}", target=f"n{i:04d}", at=at))
+        if settle:
+            events.append(StageStarted(node_id=f"n{i:04d}", at=at))
+            events.append(
+                StageCompleted(node_id=f"n{i:04d}", at=at, output={"finding": f"step {i}"})
+            )
+    return events
+
+
+def test_ancestor_influence_keeps_its_bits_as_the_run_grows():
+    events = chain(400)
+    log = SubstrateLog(events)
+    origin = "n0200"
+    spec = WalkSpec(
+        direction="ancestors", prior="influence", weights=Weights(graph=1, temporal=0, semantic=0)
+    )
+    prefix = log.prefix(
+        events.index(next(e for e in events if getattr(e, "node_id", "") == "n0201"))
+    )
+    early = {
+        m.node_id: m.graph
+        for m in query_vectorised(MemorySnapshot.from_log(prefix, T0), origin, spec)
+    }
+    late = {
+        m.node_id: m.graph for m in query_vectorised(MemorySnapshot.from_log(log, T0), origin, spec)
+    }
+    assert len(early) == 200 and early == late  # same floats, to the last bit
+    assert len(set(early.values())) > 100  # sums of many terms, not a few exact values
+
+
+def test_binding_a_snapshot_costs_the_new_events_only():
+    events = chain(300)
+    log = SubstrateLog()
+    index = None
+    for start in range(0, len(events), 40):
+        log = log.appended(events[start : start + 40])
+        view = MemorySnapshot.from_log(log, T0).index
+        index = index or view.index
+        assert view.index is index and index.length == len(log)  # one index, extended
+        assert view.n == len(log.state.nodes)
+    assert index is not None and index.length == len(events)
+
+
+def test_an_index_meeting_an_event_it_cannot_apply_fails_loudly_and_stays_failed():
+    events = chain(5)
+    index = MemoryIndex()
+    index.extend(events[:3], fold(events[:3]))  # n0000 scheduled, started, completed
+    skipped = events[3:5]  # n0001 scheduled, then its edge
+    with pytest.raises(InvalidEvent, match="holds no node 'n0001'"):
+        index.extend(skipped[1:], fold(events[:5]))  # the edge without the scheduling
+    with pytest.raises(InvalidEvent, match="unusable"):
+        index.at(3)
+    with pytest.raises(InvalidEvent, match="unusable"):
+        index.extend(skipped, fold(events[:5]))
+
+
+@pytest.mark.parametrize(
+    ("event", "message"),
+    [
+        (StageCompleted(node_id="n0000", at=T0, output=None), "already settled"),
+        (NodeScheduled(node_id="n0000", kind="work", at=T0), "already holds"),
+        ("not an event", "cannot apply str"),
+    ],
+)
+def test_events_out_of_step_with_the_index_are_refused(event, message):
+    events = chain(1)
+    index = MemoryIndex()
+    index.extend(events, fold(events))
+    with pytest.raises(InvalidEvent, match=message):
+        index.extend([event], fold(events))
+
+
+def test_an_index_whose_state_disagrees_with_it_fails_loudly():
+    events = chain(3)
+    index = MemoryIndex()
+    with pytest.raises(InvalidEvent, match="the state 3 and 2"):
+        index.extend(events[:4], fold(events))  # the state after more events than given
+
+
+def test_a_hand_built_snapshot_with_a_cycle_is_refused_for_every_query():
+    from cortex_agents.errors import CycleError
+    from tests.helpers import node
+
+    snap = MemorySnapshot.of([node("a"), node("b"), node("c")], [("a", "b"), ("b", "a")], T0)
+    with pytest.raises(CycleError):
+        query_vectorised(snap, "c")
+
+
+def test_a_fork_carries_the_index_as_of_its_fork_point_and_stays_exact():
+    rng = random.Random(23)
+    events = random_run(rng, 400)
+    log = SubstrateLog(events)
+    assert_view_exact(log, queries=4, rng=rng)  # the index, its fields and vectors, all built
+    parent = log.branch._derived[MEMORY_INDEX]
+    for cut in sorted(rng.sample(range(1, len(events)), 12)):
+        state, batch = log.prefix(cut).state, []
+        for step in range(rng.randint(1, 6)):  # the fork goes on differently
+            event = next_event(state, rng, 10_000 + cut * 10 + step)
+            state = fold([event], state)
+            batch.append(event)
+        fork = log.prefix(cut).appended(batch)
+        assert fork.branch is not log.branch
+        carried = fork.branch._derived[MEMORY_INDEX]
+        assert carried is not parent and carried.length == cut  # copied, not re-read
+        assert_view_exact(fork, queries=3, rng=rng)
+        assert_view_exact(fork.prefix(cut), queries=2, rng=rng)
+    assert parent.length == len(events)
+    assert_view_exact(log, queries=2, rng=rng)  # forks never touched the parent
+
+
+def test_the_compiled_walk_equals_the_python_walk_on_every_view():
+    rng = random.Random(29)
+    events = random_run(rng, 500)
+    log = SubstrateLog(events)
+    log.derived(MEMORY_INDEX, MemoryIndex)
+    compiled_walks = 0
+    for length in sorted(rng.sample(range(1, len(events) + 1), 15)):
+        view = MemorySnapshot.from_log(log.prefix(length), T0).index
+        index = view.index
+        for relation in ("ancestors", "descendants"):
+            matrix = None
+            while matrix is None:  # asked twice for one edge set: built
+                matrix = index.adjacency(relation, view.edges, view.removals)
+            for origin in range(view.n):
+                fast = dict(zip(*(a.tolist() for a in view.walk(relation, origin)), strict=True))
+                compiled_walks += 1
+                index._adjacency.clear()  # the Python BFS, on the same view
+                index._asked.clear()
+                nodes, hops = view.walk(relation, origin)
+                slow = dict(zip(nodes.tolist(), hops.tolist(), strict=True))
+                assert fast == slow, (length, relation, origin)
+                index._adjacency[(relation, view.edges, view.removals)] = matrix
+    assert compiled_walks > 500
+    assert any(isinstance(e, EdgeRemoved) for e in events)  # views with edges taken out
