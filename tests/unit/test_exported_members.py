@@ -395,9 +395,36 @@ def test_importing_the_package_loads_no_langgraph_langchain_or_tiktoken():
     code = (
         "import sys, cortex_agents;"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
-        "{'langgraph', 'langchain_core', 'langchain', 'tiktoken', 'langsmith'});"
+        "{'langgraph', 'langchain_core', 'langchain', 'tiktoken', 'langsmith',"
+        " 'numpy', 'scipy', 'pydantic', 'pydantic_core', 'immutables', 'yaml'});"
         "print(','.join(bad)); cortex_agents.graph_memory_tools;"
         "print('langgraph' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split("\n")[:2] == ["", "True"]  # loaded on first use, not at import
+
+
+def test_every_public_name_imports_from_the_lazy_package_and_dir_lists_it():
+    import subprocess
+    import sys
+
+    code = (
+        "import cortex_agents\n"
+        "names = sorted(cortex_agents.__all__)\n"
+        "assert set(names) <= set(dir(cortex_agents)), set(names) - set(dir(cortex_agents))\n"
+        "for name in names:\n"
+        "    exec(f'from cortex_agents import {name} as value')\n"
+        "from cortex_agents import *  # noqa\n"
+        "import cortex_agents.memory as memory, cortex_agents.substrate as substrate\n"
+        "assert cortex_agents.MemorySnapshot is memory.MemorySnapshot\n"
+        "assert cortex_agents.fold is substrate.fold\n"
+        "try:\n"
+        "    cortex_agents.no_such_name\n"
+        "except AttributeError as exc:\n"
+        "    print(exc)\n"
+        "print(len(names))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    refused, count = out.stdout.strip().splitlines()
+    assert refused == "module 'cortex_agents' has no attribute 'no_such_name'"
+    assert int(count) == len(EXPECTED["cortex_agents"])
