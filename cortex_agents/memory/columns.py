@@ -109,6 +109,12 @@ class Rows:
             self.data = grown
         self.data[at] = rows
 
+    def shared(self) -> Rows:
+        """Rows over the current array: what was written so far, whatever is written later."""
+        out = Rows()
+        out.data = self.data
+        return out
+
     def copy(self, n: int) -> Rows:
         """New rows holding the first ``n`` of these."""
         out = Rows()

@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from cortex_agents.memory.columns import Column
 
-__all__ = ["Depths"]
+__all__ = ["Depths", "longest_paths"]
 
 IntArray = npt.NDArray[np.int64]
 
@@ -113,3 +113,27 @@ class Depths:
             if len(kept) > 1:
                 other.history[i] = kept
         return other
+
+
+def longest_paths(successors: list[list[int]]) -> tuple[list[int], list[int]]:
+    """Depth of every node of a graph given as successor lists (Kahn's algorithm).
+
+    Returns the depths and the nodes that could not be ordered (on or below
+    a cycle; empty for a DAG).
+    """
+    indegree = [0] * len(successors)
+    for targets in successors:
+        for v in targets:
+            indegree[v] += 1
+    depth = [0] * len(successors)
+    ready = [i for i, degree in enumerate(indegree) if degree == 0]
+    while ready:
+        u = ready.pop()
+        step = depth[u] + 1
+        for v in successors[u]:
+            if depth[v] < step:
+                depth[v] = step
+            indegree[v] -= 1
+            if indegree[v] == 0:
+                ready.append(v)
+    return depth, [i for i, degree in enumerate(indegree) if degree > 0]

@@ -39,6 +39,8 @@ __all__ = ["FieldsIndex", "FieldsView"]
 FloatArray = npt.NDArray[np.float64]
 _EMPTY: Final = ExtractedFields(None, "", ())
 _VECTORS_KEPT: Final = 4
+_CHUNK: Final = 1024
+"""Rows a cosine computes at once (the product is computed row by row: chunks change no bit)."""
 
 
 class _Vectors:
@@ -274,16 +276,21 @@ class FieldsView:
         index, view = self.view.index, self.view
         with index.lock:
             held = self.fields.vectors(index, scorer)
-            dim = held.rows.dim
-            matrix = held.rows.take(nodes) if dim is not None else None
+            rows = held.rows.shared()
             empty = held.empty
         query = scorer.query_vector(text)
         axis = np.zeros(len(nodes), dtype=np.float64)
-        ready = view.ready(nodes)
-        if matrix is not None and dim == query.shape[0]:
-            axis[ready] = cosine_axis(matrix[ready], query)
+        ready = np.flatnonzero(view.ready(nodes))
+        if rows.dim is not None and rows.dim == query.shape[0]:
+            # in chunks: a cone's float64 products at once would be O(cone x d) of
+            # scratch memory, and the heap keeps what its largest query took
+            for start in range(0, len(ready), _CHUNK):
+                chunk = ready[start : start + _CHUNK]
+                axis[chunk] = cosine_axis(rows.take(nodes[chunk]), query)
         if empty is not None and self.fields.empty.body_text and empty.shape[1] == query.shape[0]:
-            axis[~ready] = cosine_axis(empty, query)[0]
+            waiting = np.ones(len(nodes), dtype=bool)
+            waiting[ready] = False
+            axis[waiting] = cosine_axis(empty, query)[0]
         return np.minimum(axis, 1.0)
 
     def vectors(self, scorer: VectorScorer) -> Matrix:

@@ -17,15 +17,22 @@ pending work. So the index never overwrites what a view may read; it records
 * edges get ordinals in the order they were added, and a removal tick; an
   edge is in the view when it was added before ``L`` and not removed before;
 * a node's output, settled flag and completion time count from the tick of
-  its completion: ``tick < L`` or the view sees the node as it was before.
+  its completion: ``tick < L`` or the view sees the node as it was before;
+* a node's depth (which orders the influence pass) keeps its earlier
+  versions when an edge changes it (:mod:`cortex_agents.memory.depth`).
 
 Every value a view reads is either written before the view existed or moves
 from "never" to a tick beyond it, so views need no lock and never change.
 
-**Costs.** Extending: O(1) per event (a removal: O(out-degree)), plus
-order-preserving id labels (:mod:`cortex_agents.memory.idorder`). A view:
-O(log V). A walk (:meth:`IndexView.walk`): O(cone). Fields per extractor
+**Costs.** Extending: O(1) per event in a workflow (an edge into a node that
+already has successors, or a removal, also updates the depths below it),
+plus order-preserving id labels (:mod:`cortex_agents.memory.idorder`). A
+view: O(log V). A walk (:meth:`IndexView.walk`): O(cone) in Python, or
+scipy's BFS over a compiled matrix shared by every view with the same edge
+set (built in O(E) numpy the second time one is walked — the stages of a
+wire scheduled up front share one). Fields per extractor
 (:mod:`cortex_agents.memory.fields`) are read lazily, once per settled node.
+A fork carries a copy of the index as of its fork point (:meth:`MemoryIndex.fork`).
 
 An event the index cannot apply (an unknown node, a second completion, an
 edge it does not hold, an unknown event type) raises :class:`InvalidEvent`,
@@ -42,11 +49,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
-import numpy.typing as npt
 
 from cortex_agents.errors import CycleError, InvalidEvent
 from cortex_agents.memory.columns import NEVER, Column
-from cortex_agents.memory.depth import Depths
+from cortex_agents.memory.depth import Depths, longest_paths
 from cortex_agents.memory.extract import Extractor
 from cortex_agents.memory.idorder import IdOrder
 from cortex_agents.memory.view import IndexView
@@ -75,7 +81,6 @@ if TYPE_CHECKING:
 
 __all__ = ["MEMORY_INDEX", "IndexView", "MemoryIndex"]
 
-IntArray = npt.NDArray[np.int64]
 MEMORY_INDEX: Final = "cortex_agents.memory.index"
 """The key the memory index is registered under on a branch (``log.derived``)."""
 _FIELDS_KEPT: Final = 8
@@ -332,28 +337,14 @@ class MemoryIndex:
 
     def _depths_from_scratch(self) -> None:
         """Every depth by one Kahn pass (a snapshot made by hand); a cycle is an error."""
-        indegree = [len(edges) for edges in self.inc]
-        depth = [0] * len(self.ids)
-        ready = [i for i, degree in enumerate(indegree) if degree == 0]
-        done = 0
-        while ready:
-            u = ready.pop()
-            done += 1
-            step = depth[u] + 1
-            for e in self.out[u]:
-                v = self.dst[e]
-                if depth[v] < step:
-                    depth[v] = step
-                indegree[v] -= 1
-                if indegree[v] == 0:
-                    ready.append(v)
-        if done != len(self.ids):
+        ids, dst = self.ids, self.dst
+        successors = [[dst[e] for e in edges] for edges in self.out]
+        depth, stuck = longest_paths(successors)
+        if stuck:
             from cortex_agents.memory.influence import find_cycle
 
-            ids, dst = self.ids, self.dst
-            relation = {ids[u]: [ids[dst[e]] for e in self.out[u]] for u in range(len(ids))}
-            stuck = {ids[i] for i, degree in enumerate(indegree) if degree > 0}
-            raise CycleError(find_cycle(relation, stuck))
+            relation = {ids[u]: [ids[v] for v in successors[u]] for u in range(len(ids))}
+            raise CycleError(find_cycle(relation, {ids[i] for i in stuck}))
         self.depths.value.data[: len(depth)] = depth
 
     # -- compiled adjacency ---------------------------------------------------------------

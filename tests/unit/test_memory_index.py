@@ -304,3 +304,14 @@ def test_the_compiled_walk_equals_the_python_walk_on_every_view():
                 index._adjacency[(relation, view.edges, view.removals)] = matrix
     assert compiled_walks > 500
     assert any(isinstance(e, EdgeRemoved) for e in events)  # views with edges taken out
+
+
+def test_embedding_axis_of_a_cone_larger_than_a_chunk_equals_the_reference():
+    events = chain(2600)
+    snapshot = MemorySnapshot.from_log(SubstrateLog(events), T0 + timedelta(hours=1))
+    spec = WalkSpec(weights=Weights(graph=0, temporal=0, semantic=1))
+    query = Query(text="step 17 of many", scorer=SCORER)
+    got = query_vectorised(snapshot, "n2599", spec, query)
+    assert len(got) == 2599 and sum(m.semantic > 0 for m in got) > 2 * 1024  # every chunk
+    rebuilt = MemorySnapshot.from_state(fold(events), snapshot.captured_at)
+    assert rows(got) == rows(query_reference(rebuilt, "n2599", spec, query))
