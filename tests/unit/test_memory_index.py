@@ -315,3 +315,50 @@ def test_embedding_axis_of_a_cone_larger_than_a_chunk_equals_the_reference():
     assert len(got) == 2599 and sum(m.semantic > 0 for m in got) > 2 * 1024  # every chunk
     rebuilt = MemorySnapshot.from_state(fold(events), snapshot.captured_at)
     assert rows(got) == rows(query_reference(rebuilt, "n2599", spec, query))
+
+
+def test_readers_of_older_views_stay_exact_while_the_branch_grows_in_another_thread():
+    import sys
+    import threading
+
+    rng = random.Random(31)
+    events = random_run(rng, 600)
+    captured = T0 + timedelta(hours=2)
+    lengths = list(range(20, 300, 20))
+    spec = WalkSpec(direction="bidirectional", prior="influence")
+    query = Query(text="n003 at 9", scorer=SCORER)
+    expected = {}
+    for n in lengths:
+        rebuilt = MemorySnapshot.from_state(fold(events[:n]), captured)
+        origin = sorted(rebuilt.nodes)[0]
+        expected[n] = (origin, rows(query_vectorised(rebuilt, origin, spec, query)))
+    log = SubstrateLog(events[:300])
+    errors: list[BaseException] = []
+
+    def reader(seed: int) -> None:
+        pick = random.Random(seed)
+        try:
+            for _ in range(40):
+                n = pick.choice(lengths)
+                origin, want = expected[n]
+                snapshot = MemorySnapshot.from_log(log.prefix(n), captured)
+                assert rows(query_vectorised(snapshot, origin, spec, query)) == want
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    try:
+        threads = [threading.Thread(target=reader, args=(i,)) for i in range(4)]
+        for thread in threads:
+            thread.start()
+        grown = log
+        for start in range(300, len(events), 10):  # the branch and its index grow meanwhile
+            grown = grown.appended(events[start : start + 10])
+            MemorySnapshot.from_log(grown, captured).index.fields(default_extractor)
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
+    assert grown.branch is log.branch and log.branch._derived[MEMORY_INDEX].length == len(events)
