@@ -115,6 +115,8 @@ class Recorder:
         self.index: dict[int, float] = {}
         self.tool: list[float] = []
         self.journal: list[int] = []
+        self.progress = 0  # report every `progress` stages on stderr (0: never)
+        self.started = time.perf_counter()
 
 
 def build(stages: int, recorder: Recorder, seed: int) -> Any:
@@ -126,6 +128,9 @@ def build(stages: int, recorder: Recorder, seed: int) -> Any:
         i = int(ctx.stage_id[1:])
         recorder.entry[i] = time.perf_counter()
         recorder.rss[i] = rss_mb()
+        if recorder.progress and i % recorder.progress == 0:
+            elapsed = recorder.entry[i] - recorder.started
+            print(f"stage {i}: {elapsed:.0f} s, {recorder.rss[i]:.0f} MB", file=sys.stderr)
         return i
 
     def work(ctx: StageContext) -> dict[str, Any]:
@@ -201,10 +206,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--db", type=Path, default=None, help="SQLite file (default: a temp file)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--json", action="store_true", help="print one JSON object last")
+    parser.add_argument(
+        "--progress", type=int, default=0, metavar="K", help="report every K stages on stderr"
+    )
     args = parser.parse_args(argv)
     if args.stages < 100:
         parser.error("--stages must be at least 100")
     recorder = Recorder()
+    recorder.progress = max(args.progress, 0)
     instrument(recorder)
     wire = build(args.stages, recorder, args.seed)
     with tempfile.TemporaryDirectory(prefix="cortex-live-") as tmp:
