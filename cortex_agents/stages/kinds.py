@@ -32,6 +32,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from cortex_agents.errors import InvalidArgument
+from cortex_agents.memory.strategy import Topological
 from cortex_agents.runtime.context import StageContext
 from cortex_agents.stages.llm import (
     converse,
@@ -167,14 +168,18 @@ def review_focus(ctx: StageContext) -> str:
     return " ".join(gaps).strip() or _claim(ctx)
 
 
-def _with_branches(ctx: StageContext) -> tuple[str, list[str]]:
-    """The user message of a reviewing stage: inputs, plus the branches its own query recalls."""
+def _with_branches(ctx: StageContext) -> tuple[str, dict[str, Any]]:
+    """The user message of a reviewing stage (inputs, plus the branches its own query
+    recalls) and what to record of that recall: the ids, in rank order, and — for a
+    topological stage — the focus they were ranked against."""
     # classic: nothing; topological: e.g. the analysts upstream, ranked against the focus
-    recalled = ctx.memory.recall(text=review_focus(ctx) or None)
+    focus = review_focus(ctx)
+    recalled = ctx.memory.recall(text=focus or None)
     block = render_matches_block("analyst_branches", recalled)
-    return "\n".join(part for part in (render_inputs(ctx.inputs), block) if part), [
-        m.node_id for m in recalled
-    ]
+    memory: dict[str, Any] = {"recalled": [m.node_id for m in recalled]}
+    if isinstance(ctx.strategy, Topological):
+        memory["focus"] = focus
+    return "\n".join(part for part in (render_inputs(ctx.inputs), block) if part), memory
 
 
 def _verdict_in(text: str) -> Literal["sound", "gap"]:
@@ -188,7 +193,7 @@ def _verdict_in(text: str) -> Literal["sound", "gap"]:
 
 def reviewer(ctx: StageContext) -> dict[str, Any]:
     """Review the merged result for gaps."""
-    user, recalled = _with_branches(ctx)
+    user, memory = _with_branches(ctx)
     result = converse(ctx, system=stage_prompt(ctx), user=user, answer=REVIEW)
     text = str(result.message.content)
     found = REVIEW.parse(text)
@@ -202,7 +207,7 @@ def reviewer(ctx: StageContext) -> dict[str, Any]:
         )
     )
     output = _envelope("review", review)
-    output["memory"] = {"recalled": recalled, "tool_calls": [c.name for c in result.calls]}
+    output["memory"] = {**memory, "tool_calls": [c.name for c in result.calls]}
     return output
 
 
@@ -222,7 +227,7 @@ def _repairs(ctx: StageContext) -> bool:
 
 def rewriter(ctx: StageContext) -> dict[str, Any]:
     """Write the final report, addressing the review's gaps; may propose a repair branch."""
-    user, recalled = _with_branches(ctx)
+    user, memory = _with_branches(ctx)
     policy, propose = tool_policy(ctx), True
     if ctx.rewrites is not None and not _repairs(ctx):
         # No repair this time: propose_rewrite leaves the catalog (and the prompt); the
@@ -245,7 +250,7 @@ def rewriter(ctx: StageContext) -> dict[str, Any]:
         Report(**found.model_dump()) if found else Report(report=text.strip()[:1200], parsed=False)
     )
     output = _envelope("report", report)
-    output["memory"] = {"recalled": recalled, "tool_calls": [c.name for c in result.calls]}
+    output["memory"] = {**memory, "tool_calls": [c.name for c in result.calls]}
     if ctx.rewrites is not None:
         output["rewrites"] = [
             {

@@ -79,11 +79,14 @@ def build_chat_model(
     max_tokens: int = 256,
     max_tokens_field: str = "max_completion_tokens",
     max_retries: int = 2,
+    frequency_penalty: float | None = None,
 ) -> BaseChatModel:
     """``ChatOpenAI`` at temperature 0 with a fixed seed and an output cap.
 
     ``max_tokens_field="max_tokens"`` sends the cap in the older field, which
     llama.cpp's server reads (it ignores ``max_completion_tokens``).
+    ``frequency_penalty`` (not sent when ``None``) keeps a small model from
+    looping on one phrase until its cap cuts a tool call short.
     """
     from langchain_openai import ChatOpenAI
 
@@ -96,6 +99,8 @@ def build_chat_model(
         if max_tokens_field == "max_completion_tokens"
         else {"extra_body": {"max_tokens": max_tokens}}
     )
+    if frequency_penalty is not None:
+        cap["frequency_penalty"] = frequency_penalty
     return ChatOpenAI(
         model=model,
         base_url=base_url or None,

@@ -17,7 +17,11 @@ Which form is sent is a setting, because providers disagree:
 * ``json_object`` — ``{"type": "json_object", "schema": {...}}``: what
   llama-cpp-python's server honours (its request model accepts only ``text``
   and ``json_object``, and builds a grammar from ``schema``). Bounds stay: they
-  keep a small model's answer short enough to end within its token cap.
+  keep a small model's answer short enough to end within its token cap. Its
+  grammar lets a string hold raw control characters and the chat template's
+  stop text (``<|im_end|>``), which ends the reply mid-string; so this form
+  states each bounded free-text string as a pattern of at most that many
+  characters other than control characters, ``<``, ``"`` and ``\\``.
 * ``off`` — no response format; the prompt's instructions alone.
 
 The setting is read, first to last: the stage's config ``structured_output``,
@@ -56,6 +60,8 @@ ENV: Final = "CORTEX_STRUCTURED_OUTPUT"
 Form = Literal["json_schema", "json_object", "off"]
 FORMS: Final = ("auto", "json_schema", "json_object", "off")
 _BOUNDS: Final = ("maxLength", "minLength", "maxItems", "minItems")
+_PLAIN: Final = '^[^<"\\\\\\x00-\\x1f]{0,%d}$'
+"""At most N characters, none a control character, ``<``, ``"`` or a backslash."""
 
 A = TypeVar("A", bound=BaseModel)
 
@@ -69,6 +75,18 @@ def _inline(schema: Any, defs: Mapping[str, Any]) -> Any:
         return {k: _inline(v, defs) for k, v in schema.items() if k != "$defs"}
     if isinstance(schema, list):
         return [_inline(v, defs) for v in schema]
+    return schema
+
+
+def _plain_text(schema: Any) -> Any:
+    """``schema`` with each bounded free-text string as a pattern a grammar keeps plain."""
+    if isinstance(schema, dict):
+        out = {k: _plain_text(v) for k, v in schema.items()}
+        if out.get("type") == "string" and "maxLength" in out and "enum" not in out:
+            out["pattern"] = _PLAIN % out.pop("maxLength")
+        return out
+    if isinstance(schema, list):
+        return [_plain_text(v) for v in schema]
     return schema
 
 
@@ -119,7 +137,7 @@ class AnswerFormat(Generic[A]):
                 "json_schema": {"name": self.name, "schema": schema, "strict": True},
             }
         if form == "json_object":
-            return {"type": "json_object", "schema": copy.deepcopy(dict(self.schema))}
+            return {"type": "json_object", "schema": _plain_text(copy.deepcopy(dict(self.schema)))}
         return None
 
     def parse(self, text: str) -> A | None:

@@ -189,6 +189,9 @@ def _inline(schema: dict[str, Any]) -> dict[str, Any]:
     return walk(schema)
 
 
+_SHOWN_ID: Final = "^[A-Za-z][A-Za-z0-9_.-]{0,63}$"
+
+
 def _shown_schema(anchors: list[str], kinds: list[str], operations: list[str]) -> dict[str, Any]:
     schema = _inline(ProposeRewriteArgs.model_json_schema())
     props = schema["properties"]
@@ -196,6 +199,16 @@ def _shown_schema(anchors: list[str], kinds: list[str], operations: list[str]) -
         props["anchor"]["enum"] = anchors
     props["operation"]["enum"] = operations
     props["nodes"]["items"]["properties"]["kind"]["enum"] = kinds
+    # Shown ids start with a letter (the runtime also takes a digit or '.' first) and have no
+    # room for "<": a grammar-constrained small model otherwise writes ids like "}, {" or "."
+    # and the chat template's stop text inside a string (recorded with gemma3 on llama.cpp).
+    props["nodes"]["items"]["properties"]["id"]["pattern"] = _SHOWN_ID
+    for name in ("entry", "exit", "edges"):
+        for variant in props.get(name, {}).get("anyOf", []):
+            items = variant.get("items", {})
+            for field in (items, *items.get("properties", {}).values()):
+                if field.get("type") == "string":
+                    field["pattern"] = _SHOWN_ID
     if "expand_node" not in operations:
         del props["mode"]  # meaningless for append_after: do not invite a value
     schema.pop("title", None)

@@ -71,7 +71,11 @@ def test_a_sound_review_keeps_the_memory_tool_but_offers_and_mentions_no_rewrite
     (request,) = rewriter_requests(chat)
     # still a topological stage: its memory tool stays; only propose_rewrite leaves the catalog
     assert [t["function"]["name"] for t in request["tools"]] == ["cortex_memory_query"]
-    assert request["tool_choice"] == "auto"  # the forced propose_rewrite choice relaxed
+    # the forced propose_rewrite choice becomes a forced memory query (its memory tool is there)
+    assert request["tool_choice"] == {
+        "type": "function",
+        "function": {"name": "cortex_memory_query"},
+    }
     assert "propose_rewrite" not in request["system"]
     assert "cortex_memory_query" in request["system"]
     assert result.state.rewrites == () and result.outputs["rewriter"]["rewrites"] == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from langchain_openai import ChatOpenAI
@@ -39,8 +40,15 @@ def test_the_json_object_form_carries_the_bounded_schema_llama_cpp_python_reads(
     fmt = REVIEW.response_format("json_object")
     assert set(fmt) == {"type", "schema"} and fmt["type"] == "json_object"
     props = fmt["schema"]["properties"]
-    assert props["notes"]["maxLength"] == 200 and props["gaps"]["maxItems"] == 3
-    assert props["gaps"]["items"]["maxLength"] == 160
+    assert props["gaps"]["maxItems"] == 3 and props["verdict"]["enum"] == ["sound", "gap"]
+    # a bounded string is a pattern: at most N characters, none a control character, `<`
+    # (the chat template's stop text starts with it), a quote or a backslash
+    notes = re.compile(props["notes"]["pattern"])
+    assert "maxLength" not in props["notes"]
+    assert notes.match("a plain note, 'quoted' & fine") and notes.match("x" * 200)
+    for bad in ("x" * 201, "ends<|im_end|>", "two\nlines", 'a "quote"', "back\\slash"):
+        assert not notes.match(bad), bad
+    assert re.compile(props["gaps"]["items"]["pattern"]).match("y" * 160)
     assert REVIEW.response_format("off") is None
 
 
