@@ -7,29 +7,39 @@ local llama.cpp server with the gemma3 270M model (see DEVELOPERS.md):
     python tools/record_cassettes.py --base-url http://127.0.0.1:8765/v1 --model gemma3-270m
 
 Writes ``cassettes/<scenario>.yaml`` (the exchanges, auth headers filtered)
-and ``cassettes/<scenario>.json`` (the model settings replay must reuse).
+and ``cassettes/<scenario>.json`` (the model settings replay must reuse);
+test fixtures (``cortex_agents.demo.FIXTURES``, e.g. ``malformed_tool_call``)
+go to ``tests/replay/cassettes/``.
+
+Every stage asks for its answer with a JSON-schema response format; the form
+is ``--structured-output`` (``json_object``, the default, is what
+llama-cpp-python's server honours; ``json_schema`` is OpenAI's).
 
 Re-record one scenario at a time with ``--scenario NAME`` (repeatable): only
 the named scenarios' two files are touched. Each scenario is recorded into a
 staging folder inside ``--out`` and its files replace the old ones only when
-the run completed and showed the rewrite outcomes the scenario expects (a
-live model decides what it proposes); otherwise the old files stay as they
+the run completed and hit the scenario's point (``Scenario.misses``): the
+rewrite outcomes it expects (a live model decides what it proposes), every
+structured output parsed, no tool call refused as malformed — or, for the
+malformed-call fixture, one that was. Otherwise the old files stay as they
 were and the exit status is 1. ``--keep-mismatched`` installs a recording
-whose outcomes differ anyway.
+that missed anyway.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import tempfile
 from pathlib import Path
 
-from cortex_agents.demo import SCENARIOS, RecordedModel, record_scenario
+from cortex_agents.demo import FIXTURES, SCENARIOS, RecordedModel, record_scenario
 from cortex_agents.persistence import open_saver
 
 ROOT = Path(__file__).resolve().parents[1]
+RECORDABLE = {**SCENARIOS, **FIXTURES}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,7 +49,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--model", default=os.environ.get("CORTEX_MODEL", "gemma3-270m"))
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--max-tokens", type=int, default=256)
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        default=1024,
+        help="output cap; room for a tool call whose bounded strings a small model fills up",
+    )
     parser.add_argument(
         "--max-tokens-field",
         choices=["max_completion_tokens", "max_tokens"],
@@ -47,37 +62,73 @@ def main(argv: list[str] | None = None) -> int:
         help="request field of the cap (llama.cpp's server reads only max_tokens)",
     )
     parser.add_argument(
+        "--frequency-penalty",
+        type=float,
+        default=1.0,
+        help="sent with every request (0 to leave it out): the 270M model otherwise loops on "
+        "a phrase inside a tool call's string until the cap cuts it",
+    )
+    parser.add_argument(
+        "--structured-output",
+        choices=["json_object", "json_schema", "off"],
+        default="json_object",
+        help="response-format form of every stage's answer (llama-cpp-python's server "
+        "honours json_object with a schema; OpenAI json_schema)",
+    )
+    parser.add_argument(
         "--scenario",
         action="append",
-        choices=sorted(SCENARIOS),
-        help="record only this scenario (repeatable); the others' files are not touched. "
-        "Default: all",
+        choices=sorted(RECORDABLE),
+        help="record only this scenario or fixture (repeatable); the others' files are not "
+        "touched. Default: all",
     )
     parser.add_argument("--out", type=Path, default=ROOT / "cassettes")
     parser.add_argument(
+        "--fixtures-out", type=Path, default=ROOT / "tests" / "replay" / "cassettes"
+    )
+    parser.add_argument(
         "--keep-mismatched",
         action="store_true",
-        help="install a recording even when its rewrite outcomes differ from the expected ones",
+        help="install a recording even when it misses the scenario's point",
+    )
+    parser.add_argument(
+        "--attempts",
+        type=int,
+        default=1,
+        help="record a scenario again, up to this many times, until a recording hits its "
+        "point (a live model's answers vary from one recording to the next)",
     )
     args = parser.parse_args(argv)
+    # stopped with SIGTERM (kill, timeout): unwind, so the staging folder is removed
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     settings = RecordedModel(
         base_url=args.base_url,
         model=args.model,
         seed=args.seed,
         max_tokens=args.max_tokens,
         max_tokens_field=args.max_tokens_field,
+        structured_output=args.structured_output,
+        frequency_penalty=args.frequency_penalty or None,
     )
     missed = []
-    args.out.mkdir(parents=True, exist_ok=True)
-    for name in args.scenario or sorted(SCENARIOS):
-        if not _record_one(name, settings, args.out, keep_mismatched=args.keep_mismatched):
+    for name in args.scenario or sorted(RECORDABLE):
+        out = args.fixtures_out if name in FIXTURES else args.out
+        out.mkdir(parents=True, exist_ok=True)
+        for attempt in range(1, args.attempts + 1):
+            last = attempt == args.attempts
+            keep = args.keep_mismatched and last
+            if _record_one(name, settings, out, keep_mismatched=keep):
+                break
+            if not last:
+                print(f"  {name}: attempt {attempt} of {args.attempts} missed; recording again")
+        else:
             missed.append(name)
     return 1 if missed else 0
 
 
 def _record_one(name: str, settings: RecordedModel, out: Path, *, keep_mismatched: bool) -> bool:
     """Record scenario ``name`` into a staging folder; install its files if it is worth keeping."""
-    scenario = SCENARIOS[name]
+    scenario = RECORDABLE[name]
     with (
         tempfile.TemporaryDirectory(dir=out, prefix=f".recording-{name}-") as staging,
         tempfile.TemporaryDirectory() as tmp,
@@ -98,13 +149,11 @@ def _record_one(name: str, settings: RecordedModel, out: Path, *, keep_mismatche
             )
             return False
         statuses = {n.id: n.status for n in result.state.nodes.values()}
-        outcomes = scenario.outcomes(result)
-        print(f"{name}: {statuses}; rewrites: {list(outcomes)}")
-        matched = outcomes == scenario.expect
-        if not matched:
+        print(f"{name}: {statuses}; rewrites: {list(scenario.outcomes(result))}")
+        if misses := scenario.misses(result):
             print(
-                f"  {name}: expected rewrite outcomes {list(scenario.expect)}, got {list(outcomes)}; "
-                "the model decided otherwise this time: record it again"
+                f"  {name}: {'; '.join(misses)}; the model decided otherwise this time: "
+                "record it again"
                 + ("" if keep_mismatched else f" (kept the old {name}.yaml and {name}.json)"),
                 file=sys.stderr,
             )

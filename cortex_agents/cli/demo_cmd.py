@@ -1,88 +1,57 @@
-"""``cortex-agents demo``: the claim-review workflow from recorded LLM exchanges, offline."""
+"""``cortex-agents demo``: the claim-review workflow from recorded LLM exchanges, offline.
+
+It replays a scenario (:data:`cortex_agents.demo.SCENARIOS`) into a database
+and explains the run (:mod:`cortex_agents.cli.demo_view`): the memory each
+stage had, what the memory queries returned and why, the reviews and the
+report, what the runtime recorded, and what the scenario forced.
+
+A thread is one run. Run again on the same database, the demo replays into a
+new thread (``demo-2``, ``demo-3``, ...) and says so; given ``--thread`` of
+a thread that already holds the run, it shows that recorded run and says so.
+"""
 
 from __future__ import annotations
 
-import contextlib
 import json
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from rich.panel import Panel
-from rich.table import Table
 
 from cortex_agents.cli.app import app, fail_cleanly, stdout
 from cortex_agents.cli.db_cmds import open_database, rewrite_history
-from cortex_agents.cli.run_cmd import _Printer, _summary
-from cortex_agents.demo import SCENARIOS, run_recorded
+from cortex_agents.cli.run_cmd import _Printer
+from cortex_agents.demo import SCENARIOS, Scenario, recorded_result, run_recorded
 from cortex_agents.persistence.inspection import describe_thread
-from cortex_agents.runtime import RunResult
-from cortex_agents.substrate import ToolCallMade
+from cortex_agents.persistence.saver import CortexSaver
+from cortex_agents.persistence.transfer import thread_config
 
 __all__ = ["demo"]
 
-
-def _tool_calls(result: RunResult) -> None:
-    for event in result.log:
-        if not isinstance(event, ToolCallMade):
-            continue
-        arguments = json.dumps(dict(event.arguments), ensure_ascii=False)
-        if len(arguments) > 160:  # the full arguments stay in the database (`inspect`)
-            arguments = arguments[:159] + "…"
-        outcome: Any = event.result or {}
-        title = f"{event.node_id} called {event.tool}({arguments})"
-        if outcome.get("status") != "success" or "matches" not in outcome:
-            content = str(outcome.get("content", outcome))
-            with contextlib.suppress(ValueError):  # tool answers are JSON: show them readably
-                content = json.dumps(json.loads(content), indent=1, ensure_ascii=False)
-            stdout.print(Panel(content, title=title, title_align="left"))
-            continue
-        table = Table(title=title, title_justify="left")
-        for column in (
-            "#",
-            "node",
-            "kind",
-            "hops",
-            "score",
-            "graph",
-            "temporal",
-            "semantic",
-            "key",
-        ):
-            table.add_column(
-                column, justify="right" if column in ("#", "hops") else "left", no_wrap=True
-            )
-        for rank, m in enumerate(outcome["matches"], 1):
-            table.add_row(
-                str(rank),
-                m["node_id"],
-                m["kind"],
-                str(m["hops"]),
-                f"{m['score']:.3f}",
-                f"{m['graph']:.3f}",
-                f"{m['temporal']:.3f}",
-                f"{m['semantic']:.3f}",
-                m["routing_key"],
-            )
-        stdout.print(table)
+COMPARE = "claim_review_compare"
 
 
-def _report(result: RunResult) -> None:
-    review = (result.outputs.get("reviewer") or {}).get("value", {})
-    report = (result.outputs.get("rewriter") or {}).get("value", {})
-    # A small model often answers beside the JSON asked for; say so rather than pass a guess off.
-    unparsed = " (the model did not answer in the JSON asked for: inferred from its text)"
-    if review:
-        gaps = "; ".join(review.get("gaps", [])) or "none"
-        note = "" if review.get("parsed", True) else unparsed
-        stdout.print(
-            Panel(
-                f"verdict: {review.get('verdict')}{note}\ngaps: {gaps}\n{review.get('notes', '')}",
-                title="review",
-            )
-        )
-    if report:
-        title = "final report" if report.get("parsed", True) else f"final report{unparsed}"
-        stdout.print(Panel(str(report.get("report", "")) or "(empty)", title=title))
+def _new_thread(saver: CortexSaver, base: str) -> str:
+    """``base`` if the database has no such thread, else the first free ``base-N`` (N >= 2)."""
+    candidate, n = base, 1
+    while saver.get_tuple(thread_config(candidate)) is not None:
+        n += 1
+        candidate = f"{base}-{n}"
+    return candidate
+
+
+def _header(chosen: Scenario, db: str) -> None:
+    from cortex_agents.cli.demo_view import forced_lines
+
+    stdout.print(f"[bold]{chosen.name}[/bold]: {chosen.description}", soft_wrap=False)
+    stdout.print(f"input: {json.dumps(chosen.input, ensure_ascii=False)}", soft_wrap=False)
+    stdout.print(
+        f"LLM exchanges replayed from cassettes/{chosen.name}.yaml (network blocked), into {db}",
+        soft_wrap=False,
+    )
+    stdout.print("forced by this scenario:", soft_wrap=False)
+    for line in forced_lines(chosen):
+        stdout.print(f"  {line}", soft_wrap=False)
+    stdout.print()
 
 
 @app.command()
@@ -91,30 +60,64 @@ def demo(
         str, typer.Option("--db", help="Where to write the run (SQLite file or postgresql:// URL).")
     ] = "demo.db",
     thread: Annotated[
-        str | None, typer.Option("--thread", help="Thread id (default: the recorded one).")
+        str | None,
+        typer.Option(
+            "--thread",
+            help="Thread id (default: the scenario's, or a new one if the database holds it). "
+            "A thread that already holds the run is shown, not replayed.",
+        ),
     ] = None,
     scenario: Annotated[
         str, typer.Option(help=f"One of: {', '.join(sorted(SCENARIOS))}.")
     ] = "claim_review",
+    compare: Annotated[
+        bool,
+        typer.Option(
+            "--compare",
+            help=f"What memory buys: the {COMPARE} scenario, a classic and a topological "
+            "reviewer of the same merge side by side.",
+        ),
+    ] = False,
 ) -> None:
     """Run the claim-review workflow from its recorded LLM exchanges: no key, no network."""
+    from cortex_agents.cli import demo_view as view
+
     if scenario not in SCENARIOS:  # a usage error: exit 2, like any bad option value
         raise typer.BadParameter(f"must be one of {sorted(SCENARIOS)}", param_hint="--scenario")
-    chosen = SCENARIOS[scenario]
-    thread_id = thread or chosen.thread
+    chosen = SCENARIOS[COMPARE if compare else scenario]
+    wire = chosen.load_wire()
     with fail_cleanly(), open_database(db, create=True) as saver:
-        stdout.print(f"[bold]{chosen.name}[/bold]: {chosen.description}")
-        stdout.print(
-            f"input: {json.dumps(chosen.input)}  (replayed from recorded exchanges, network blocked)"
-        )
-        result = run_recorded(chosen, saver, thread=thread_id, on_progress=_Printer())
+        _header(chosen, db)
+        shown = recorded_result(chosen, saver, thread) if thread is not None else None
+        if shown is not None and shown.complete:
+            thread_id, result = str(thread), shown
+            stdout.print(
+                f"thread {thread_id} in {db} already holds this run: showing what was recorded "
+                "(nothing replayed; omit --thread to replay into a new thread)",
+                soft_wrap=False,
+            )
+        else:
+            thread_id = thread or _new_thread(saver, chosen.thread)
+            if thread is None and thread_id != chosen.thread:
+                stdout.print(
+                    f"thread {chosen.thread} in {db} already holds a run: replaying into a new "
+                    f"thread, {thread_id}",
+                    soft_wrap=False,
+                )
+            elif shown is not None:
+                stdout.print(f"thread {thread_id} holds an unfinished run: resuming it")
+            result = run_recorded(chosen, saver, thread=thread_id, on_progress=_Printer())
         described = describe_thread(saver, thread_id)
-    _tool_calls(result)
-    _summary(result.state.nodes.values())
-    _report(result)
+    stdout.print()
+    view.print_blocks(stdout, [view.stage_table(result, wire)])
+    view.print_blocks(stdout, view.tool_call_blocks(result, wire.presets))
+    if compare or chosen.name == COMPARE:
+        view.print_blocks(
+            stdout, [view.compare_table(result, wire, "reviewer-classic", "reviewer-topological")]
+        )
+    else:
+        view.print_blocks(stdout, view.report_panels(result))
     if described["rewrites"]:
         rewrite_history(described)
-    stdout.print(
-        f"written to {db}, thread {thread_id}. Next: cortex-agents inspect {db} --thread {thread_id}  |  "
-        f"cortex-agents export {db} --thread {thread_id} --as-seen-by reviewer -o seen.json"
-    )
+        stdout.print()
+    view.print_blocks(stdout, [view.closing_panel(result, wire, chosen, db=db, thread=thread_id)])

@@ -7,6 +7,7 @@ end to end without the external network.
 """
 
 import importlib.util
+import json
 import shutil
 from pathlib import Path
 from types import ModuleType
@@ -35,6 +36,24 @@ def out(tmp_path) -> Path:
     return folder
 
 
+def instance(schema: dict, index: int = 0):
+    """The smallest value of ``schema`` (enums cycle with ``index``, so list items differ)."""
+    if "enum" in schema:
+        return schema["enum"][index % len(schema["enum"])]
+    if schema.get("type") == "object":
+        return {k: instance(v, index) for k, v in schema.get("properties", {}).items()}
+    if schema.get("type") == "array":
+        return [instance(schema["items"], i) for i in range(schema.get("minItems", 0))]
+    return "short"
+
+
+def in_the_format(body: dict, hit: int) -> str:
+    """A model that answers every answer turn in the schema asked for, and never calls a tool."""
+    if "response_format" in body:
+        return json.dumps(instance(body["response_format"]["schema"]))
+    return "A short answer."
+
+
 def contents(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
 
@@ -46,7 +65,7 @@ def run(tool: ModuleType, url: str, out: Path, *args: str) -> int:
 def test_one_scenario_is_re_recorded_and_no_other_file_changes(tool, out):
     before = contents(out)
     assert {f"{name}{suffix}" for name in SCENARIOS for suffix in (".yaml", ".json")} <= set(before)
-    with serve_chat(lambda body, hit: "A short answer.") as server:
+    with serve_chat(in_the_format) as server:
         assert run(tool, server.url, out, "--scenario", "claim_review") == 0
     after = contents(out)
     assert set(after) == set(before)  # no staging folder left behind
@@ -59,7 +78,7 @@ def test_one_scenario_is_re_recorded_and_no_other_file_changes(tool, out):
 def test_a_recording_that_misses_its_point_keeps_the_old_cassette(tool, out, capsys):
     before = contents(out)
     assert SCENARIOS["claim_review_repair"].expect == ("admitted",)
-    with serve_chat(lambda body, hit: "A short answer.") as server:  # never proposes a repair
+    with serve_chat(in_the_format) as server:  # never proposes a repair
         assert run(tool, server.url, out, "--scenario", "claim_review_repair") == 1
         assert server.hits >= 1
         assert contents(out) == before
@@ -82,3 +101,30 @@ def test_an_unreachable_endpoint_changes_nothing(tool, out, capsys):
     assert run(tool, url, out, "--scenario", "claim_review") == 1
     assert contents(out) == before
     assert "recording failed" in capsys.readouterr().err
+
+
+def test_a_recording_whose_answers_are_not_the_json_asked_for_is_not_kept(tool, out, capsys):
+    before = contents(out)
+    with serve_chat(lambda body, hit: "A short answer.") as server:  # ignores the format
+        assert run(tool, server.url, out, "--scenario", "claim_review", "--attempts", "2") == 1
+        assert server.hits >= 2 * 7  # recorded twice, every stage asked each time
+    assert contents(out) == before
+    err = capsys.readouterr().err
+    assert "outputs inferred from text" in err and "kept the old claim_review.yaml" in err
+    # what the requests asked for: the form given, on every answer turn
+    bodies = [b for b in server.bodies if "response_format" in b]
+    assert bodies and all(b["response_format"]["type"] == "json_object" for b in bodies)
+
+
+def test_a_fixture_is_recorded_into_the_fixtures_folder(tool, out, tmp_path):
+    fixtures = tmp_path / "fixtures"
+    with serve_chat(in_the_format) as server:  # no malformed call: the fixture misses its point
+        code = run(tool, server.url, out, "--scenario", "malformed_tool_call", "--fixtures-out",
+                   str(fixtures), "--keep-mismatched")  # fmt: skip
+    assert code == 0
+    assert sorted(p.name for p in fixtures.iterdir()) == [
+        "malformed_tool_call.json",
+        "malformed_tool_call.yaml",
+    ]
+    meta = json.loads((fixtures / "malformed_tool_call.json").read_text())
+    assert meta["model"]["max_tokens"] == 24  # the fixture's own cap, recorded for replay

@@ -1,0 +1,436 @@
+"""What ``cortex-agents demo`` prints about a recorded run, readable at 80 columns.
+
+Everything shown is read back from the run (its substrate log and outputs)
+and the scenario's wire; nothing is re-derived from the cassette. Text is
+shown for a person: HTML entities a model echoed (``&amp;lt;`` for ``<``)
+are unescaped and long values are shortened with a marker saying how much
+was left out — for display only: the database and the cassette keep exactly
+what the model saw and wrote (``cortex-agents inspect``).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from rich import box
+from rich.console import Console, Group
+from rich.padding import Padding
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from cortex_agents.demo import Scenario
+from cortex_agents.memory.presets import PresetRegistry
+from cortex_agents.memory.strategy import Topological
+from cortex_agents.runtime import RunResult, Wire
+from cortex_agents.substrate import ToolCallMade
+
+__all__ = [
+    "closing_panel",
+    "compare_table",
+    "display",
+    "forced_lines",
+    "memory_label",
+    "report_panels",
+    "stage_table",
+    "tool_call_blocks",
+]
+
+_CONTROL: Final = re.compile(r"\s+")
+AXES: Final = ("graph", "temporal", "semantic")
+
+
+def display(value: Any, limit: int | None = None) -> str:
+    """``value`` as one line for a person: entities unescaped, whitespace folded, maybe shortened.
+
+    A shortened value ends with ``… [+N chars]`` (N counts what was left out),
+    cut at a word boundary when one is near.
+    """
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    for _ in range(4):  # a model echoes text escaped up to three times (&amp;amp;lt;)
+        unescaped = html.unescape(text)
+        if unescaped == text:
+            break
+        text = unescaped
+    text = _CONTROL.sub(" ", text).strip()
+    if limit is None or len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit)
+    cut = cut if cut > limit * 2 // 3 else limit
+    return f"{text[:cut].rstrip()} … [+{len(text) - cut} chars]"
+
+
+def memory_label(wire: Wire, node_id: str, kind: str, *, lines: bool = False) -> str:
+    """How a node's memory was declared: ``classic`` or ``topological (preset …, filters)``
+    (``lines``: one part per line, for a narrow column)."""
+    strategy = wire.spec_for(node_id, kind).memory
+    if not isinstance(strategy, Topological):
+        return "classic"
+    parts = [f"preset {strategy.preset}"]
+    for name in ("upstream_of_kind", "past_boundary", "routing_key", "scorer", "projection"):
+        if (value := getattr(strategy, name)) is not None:
+            parts.append(f"{name}={value}")
+    if lines:
+        return "\n".join(["topological", *parts])
+    return f"topological ({', '.join(parts)})"
+
+
+def _calls(result: RunResult, node_id: str | None = None) -> list[ToolCallMade]:
+    return [
+        e
+        for e in result.log
+        if isinstance(e, ToolCallMade) and (node_id is None or e.node_id == node_id)
+    ]
+
+
+def _value(result: RunResult, node_id: str) -> dict[str, Any]:
+    output = result.outputs.get(node_id)
+    value = output.get("value") if isinstance(output, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def _recalled(result: RunResult, node_id: str) -> list[str]:
+    output = result.outputs.get(node_id)
+    memory = output.get("memory") if isinstance(output, dict) else None
+    return list(memory.get("recalled", [])) if isinstance(memory, dict) else []
+
+
+def _saw(result: RunResult, node_id: str) -> str:
+    inputs = list(result.state.predecessors(node_id))
+    seen = ", ".join(inputs) if inputs else "the run input"
+    if recalled := _recalled(result, node_id):
+        seen += "; recalled " + ", ".join(recalled)
+    if calls := _calls(result, node_id):
+        seen += "; called " + ", ".join(
+            f"{c.tool} ({(c.result or {}).get('status', '?')})" for c in calls
+        )
+    return seen
+
+
+def stage_table(result: RunResult, wire: Wire) -> Table:
+    """One row per stage: its memory and what it saw (inputs, recalled nodes, tool calls)."""
+    table = Table(
+        title="stages: the memory each had, what each saw (✓ completed)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    table.add_column("stage", no_wrap=True)
+    table.add_column("memory", min_width=24)
+    table.add_column("saw: inputs; recalled; tool calls", ratio=1)
+    for node in result.state.nodes.values():
+        mark, style = {"completed": ("✓", "green"), "failed": ("✗", "red")}.get(
+            node.status, ("…", "yellow")
+        )
+        stage = Text(f"{mark} ", style=style) + Text(node.id)
+        if node.status not in ("completed", "failed"):
+            stage += Text(f" ({node.status})")
+        table.add_row(
+            stage, memory_label(wire, node.id, node.kind, lines=True), _saw(result, node.id)
+        )
+    return table
+
+
+def _arguments(arguments: Mapping[str, Any]) -> str:
+    if set(arguments) == {"raw"}:  # not a JSON object: what the model sent, as text
+        return display(arguments["raw"], 160)
+    return " ".join(
+        f"{k}={display(json.dumps(v, ensure_ascii=False), 90)}" for k, v in arguments.items()
+    )
+
+
+def _weights(presets: PresetRegistry, preset: str) -> dict[str, float] | None:
+    try:
+        return presets.resolve(preset).spec.weights.as_dict()
+    except Exception:  # a preset the registry does not hold (another wire's)
+        return None
+
+
+def _filters(presets: PresetRegistry, query: Mapping[str, Any]) -> str:
+    """The walk and filters that decided which candidates there were."""
+    parts = [f"walked {query.get('direction')}", "settled outputs only"]
+    if query.get("scope") != "settled_only":
+        parts[-1] = f"scope {query.get('scope')}"
+    try:
+        preset = presets.resolve(str(query.get("preset")))
+    except Exception:
+        preset = None
+    if preset is not None and preset.exclude_kinds:
+        parts.append("kinds left out: " + ", ".join(sorted(preset.exclude_kinds)))
+    if preset is not None and preset.kinds is not None:
+        parts.append("kinds kept: " + ", ".join(sorted(preset.kinds)))
+    for key, label in (
+        ("routing_key", "routing key"),
+        ("max_graph_distance", "at most hops"),
+        ("limit", "limit"),
+    ):
+        if query.get(key) is not None:
+            parts.append(f"{label} {query[key]}")
+    return "; ".join(parts)
+
+
+def _decided_by(matches: Sequence[Mapping[str, Any]], weights: Mapping[str, float]) -> str:
+    """Which axis put the first match ahead of the second (their largest weighted difference)."""
+    if len(matches) < 2:
+        return ""
+    first, second = matches[0], matches[1]
+    gaps = {a: weights[a] * (float(first[a]) - float(second[a])) for a in AXES}
+    axis = max(gaps, key=lambda a: gaps[a])
+    return (
+        f"{first['node_id']} ranks above {second['node_id']} mostly on the {axis} axis "
+        f"({float(first[axis]):.3f} vs {float(second[axis]):.3f})"
+    )
+
+
+def _score_formula(weights: Mapping[str, float]) -> str:
+    total = sum(weights.values())
+    terms = " + ".join(f"{weights[a]:g}·{a}" for a in AXES)
+    return f"score = ({terms}) / {total:g}"
+
+
+def _matches_table(title: str, matches: Sequence[Mapping[str, Any]]) -> Table:
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("#", justify="right", no_wrap=True, min_width=2)
+    table.add_column("node", overflow="fold")
+    table.add_column("kind", overflow="fold")
+    table.add_column("hops", justify="right", no_wrap=True, min_width=4)
+    for header in ("score", *(a[:5] for a in AXES)):  # graph, tempo, seman: legend below
+        table.add_column(header, justify="right", no_wrap=True, min_width=5)
+    table.add_column("key", overflow="fold")
+    for rank, m in enumerate(matches, 1):
+        table.add_row(
+            str(rank),
+            str(m.get("node_id")),
+            str(m.get("kind")),
+            str(m.get("hops")),
+            *(f"{float(m.get(a, 0.0)):.3f}" for a in ("score", *AXES)),
+            str(m.get("routing_key")),
+        )
+    return table
+
+
+def tool_call_blocks(result: RunResult, presets: PresetRegistry) -> list[Any]:
+    """A block per tool call: its arguments, then its ranking (and why) or its answer."""
+    blocks: list[Any] = []
+    for event in _calls(result):
+        outcome: Any = event.result or {}
+        head = Text(f"{event.node_id} called {event.tool}", style="bold")
+        args = Text(f"arguments: {_arguments(dict(event.arguments)) or '(none)'}")
+        if outcome.get("status") == "success" and "matches" in outcome:
+            query = outcome.get("query") or {}
+            weights = _weights(presets, str(query.get("preset")))
+            lines = [
+                f"resolved: preset {query.get('preset')} · scorer {query.get('scorer')} · "
+                f"limit {query.get('limit')}",
+                f"filters: {_filters(presets, query)}",
+                f"{outcome.get('total')} candidates passed the filters; "
+                f"{outcome.get('shown')} shown to the model",
+            ]
+            matches = outcome["matches"]
+            legend = []
+            if weights:
+                legend.append(_score_formula(weights))
+                legend.append("(columns: tempo = temporal, seman = semantic)")
+                if decided := _decided_by(matches, weights):
+                    legend.append(decided)
+            blocks.append(
+                Group(
+                    head,
+                    args,
+                    *(Text(line) for line in lines),
+                    _matches_table("what it returned, best first", matches),
+                    *(Text(line, style="dim") for line in legend),
+                )
+            )
+            continue
+        content = str(outcome.get("content", outcome))
+        try:  # an error's JSON: its code and message
+            error = json.loads(content).get("error") or {}
+            answer = f"{error.get('code')}: {display(error.get('message', ''), 240)}"
+        except (ValueError, AttributeError):
+            answer = display(content, 240)
+        blocks.append(Group(head, args, Text(f"answer ({outcome.get('status')}): {answer}")))
+    return blocks
+
+
+def _inferred(value: Mapping[str, Any]) -> str:
+    return (
+        ""
+        if value.get("parsed", True)
+        else " (the model did not answer in the JSON asked for: inferred from its text)"
+    )
+
+
+def _review_text(value: Mapping[str, Any]) -> Text:
+    gaps = "; ".join(display(g, 160) for g in value.get("gaps", [])) or "none"
+    cited = ", ".join(display(c, 64) for c in value.get("cited", [])) or "none"
+    return Text(
+        f"verdict: {value.get('verdict')}{_inferred(value)}\n"
+        f"gaps: {gaps}\n"
+        f"notes: {display(value.get('notes', ''), 300) or '(none)'}\n"
+        f"cited: {cited}"
+    )
+
+
+def report_panels(result: RunResult) -> list[Panel]:
+    """The reviews and the final report (or reports), shown for reading."""
+    panels = []
+    for node in result.state.nodes.values():
+        value = _value(result, node.id)
+        if node.kind == "reviewer" and value:
+            panels.append(Panel(_review_text(value), title=f"review by {node.id}"))
+        elif node.kind == "rewriter" and value:
+            report = display(value.get("report", ""), 600) or "(empty)"
+            addressed = "; ".join(display(a, 160) for a in value.get("addressed", [])) or "none"
+            panels.append(
+                Panel(
+                    Text(f"{report}\naddressed: {addressed}"),
+                    title=f"final report by {node.id}{_inferred(value)}",
+                )
+            )
+    return panels
+
+
+def compare_table(result: RunResult, wire: Wire, left: str, right: str) -> Table:
+    """Two reviewers of the same merge side by side: what each could see, what each concluded."""
+    table = Table(
+        title="the same merge, two reviewers", title_justify="left", show_lines=True, expand=True
+    )
+    table.add_column("", no_wrap=True)
+    for node_id in (left, right):
+        table.add_column(node_id, overflow="fold", ratio=1)
+
+    def gist(node_id: str) -> str:
+        value = _value(result, node_id)
+        text = value.get("finding") or value.get("summary") or value.get("notes") or ""
+        return f"{node_id}: {display(text, 70) or '(empty)'}"
+
+    def seen(node_id: str) -> str:
+        lines = [f"input {gist(n)}" for n in result.state.predecessors(node_id)]
+        recalled = _recalled(result, node_id)
+        if not recalled:
+            lines.append("recalled: nothing (no memory past its inputs)")
+        lines += [f"recalled {gist(n)}" for n in recalled]
+        for call in _calls(result, node_id):
+            found = [m.get("node_id") for m in (call.result or {}).get("matches", [])]
+            lines.append(f"{call.tool} returned " + (", ".join(map(str, found)) or "nothing"))
+        return "\n".join(lines)
+
+    kinds = {n.id: n.kind for n in result.state.nodes.values()}
+    values = {n: _value(result, n) for n in (left, right)}
+    table.add_row("memory", *(memory_label(wire, n, kinds.get(n, "")) for n in (left, right)))
+    table.add_row("could see", *(seen(n) for n in (left, right)))
+    table.add_row("concluded", *(_review_text(values[n]) for n in (left, right)))
+    only = [n for n in _recalled(result, right) if n not in _recalled(result, left)]
+    same = values[left].get("verdict") == values[right].get("verdict")
+    table.caption = (
+        f"{right} could also see {', '.join(only) or 'nothing more'}; "
+        + ("both reached the same verdict" if same else "their verdicts differ")
+        + f" ({values[left].get('verdict')} / {values[right].get('verdict')})"
+    )
+    table.caption_justify = "left"
+    return table
+
+
+def forced_lines(scenario: Scenario) -> list[str]:
+    """What the scenario decided instead of the model, one line each."""
+    return [f"• {line}" for line in scenario.forced] or ["• nothing: every choice is the model's"]
+
+
+def _why(result: RunResult, presets: PresetRegistry) -> list[list[str]]:
+    """Per successful memory query: what it returned, the filters, and what ranked it."""
+    found_why = []
+    for call in _calls(result):
+        outcome: Any = call.result or {}
+        if outcome.get("status") != "success" or "matches" not in outcome:
+            continue
+        query = outcome.get("query") or {}
+        found = [str(m.get("node_id")) for m in outcome["matches"]]
+        text = display(query.get("query_text") or "-", 60)
+        lines = [
+            f"{call.node_id}'s query (text {text!r}) returned "
+            f"{', '.join(found) or 'nothing'}, of {outcome.get('total')} candidates",
+            f"filters: {_filters(presets, query)}",
+        ]
+        weights = _weights(presets, str(query.get("preset")))
+        ranking = f"ranking: scorer {query.get('scorer')}"
+        if weights:
+            ranking += f"; {_score_formula(weights)}"
+            if decided := _decided_by(outcome["matches"], weights):
+                ranking += f"; {decided}"
+        found_why.append([*lines, ranking])
+    return found_why
+
+
+def _item(text: str, indent: int = 2) -> Padding:
+    """A line of the closing panel; wrapped lines keep its indent."""
+    return Padding(Text(text, overflow="fold"), (0, 0, 0, indent))
+
+
+def closing_panel(
+    result: RunResult,
+    wire: Wire,
+    scenario: Scenario,
+    *,
+    db: str,
+    thread: str,
+) -> Panel:
+    """What to look at: the memory each stage had, what the queries returned and why, what
+    the runtime recorded, the scenario's forced choices, and where to look next."""
+    by_memory: dict[str, list[str]] = {}
+    for node in result.state.nodes.values():
+        by_memory.setdefault(memory_label(wire, node.id, node.kind), []).append(node.id)
+    parts: list[Any] = [Text("Memory each stage had", style="bold")]
+    for label, nodes in by_memory.items():
+        if label == "classic":
+            parts.append(_item(f"{', '.join(nodes)}: classic, their direct inputs only"))
+        else:
+            parts.append(
+                _item(
+                    f"{', '.join(nodes)}: {label}: direct inputs, plus the nodes their own "
+                    "query recalled, plus cortex_memory_query"
+                )
+            )
+    parts.append(Text("What the memory queries returned, and why that ranking", style="bold"))
+    for lines in _why(result, wire.presets) or [["no successful memory query in this run"]]:
+        parts.append(_item(f"• {lines[0]}"))
+        parts += [_item(line, 4) for line in lines[1:]]
+    counts: dict[str, int] = {}
+    for event in result.log:
+        counts[type(event).__name__] = counts.get(type(event).__name__, 0) + 1
+    parts.append(Text("What the runtime recorded", style="bold"))
+    parts.append(
+        _item(
+            f"{len(result.log)} events in thread {thread}: {counts.get('StageStarted', 0)} "
+            f"stage starts, {counts.get('StageCompleted', 0)} completions, "
+            f"{len(_calls(result))} tool call(s) with their arguments and results, "
+            f"{len(result.state.rewrites)} rewrite decision(s)"
+        )
+    )
+    parts.append(Text("Forced by this scenario", style="bold"))
+    parts += [_item(line) for line in forced_lines(scenario)]
+    parts.append(Text("Next", style="bold"))
+    parts.append(_item(f"cortex-agents inspect {db} --thread {thread}"))
+    parts.append(
+        _item(
+            f"cortex-agents export {db} --thread {thread} --as-seen-by "
+            f"{_last_reviewer(result)} -o seen.json"
+        )
+    )
+    return Panel(Group(*parts), title="what to look at", title_align="left")
+
+
+def _last_reviewer(result: RunResult) -> str:
+    reviewers = [n.id for n in result.state.nodes.values() if n.kind == "reviewer"]
+    return reviewers[-1] if reviewers else next(iter(result.state.nodes), "reviewer")
+
+
+def print_blocks(console: Console, blocks: Sequence[Any]) -> None:
+    """Print renderables separated by a blank line."""
+    for block in blocks:
+        console.print(block, soft_wrap=False)
+        console.print()
