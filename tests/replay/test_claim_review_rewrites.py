@@ -81,9 +81,13 @@ def test_the_repair_decision_went_back_to_the_model(repair):
     assert answer["new_nodes"] == [n["id"] for n in result.state.rewrites[0].diff["nodes"]]
     (forced,) = propose_requests("claim_review_repair")[:1]
     assert forced["tool_choice"] == {"type": "function", "function": {"name": "propose_rewrite"}}
-    assert forced["tools"][-1]["function"]["parameters"]["properties"]["anchor"]["enum"] == [
-        "rewriter"
-    ]
+    shown = forced["tools"][-1]["function"]["parameters"]["properties"]
+    assert shown["anchor"]["enum"] == ["rewriter"]
+    # shown ids start with a letter: the recorded model wrote "}, {" and "." without it
+    assert (
+        shown["nodes"]["items"]["properties"]["id"]["pattern"] == "^[A-Za-z][A-Za-z0-9_.-]{0,63}$"
+    )
+    assert all(n.split(":")[-1][0].isalpha() for n in answer["new_nodes"])
 
 
 def test_the_recorded_over_budget_proposal_is_rejected_and_changes_nothing(over_budget):

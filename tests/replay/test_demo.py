@@ -1,0 +1,158 @@
+"""``cortex-agents demo`` as a newcomer sees it: at 80 columns, from the shipped cassettes.
+
+The command runs in a subprocess with ``COLUMNS=80`` (what a narrow terminal
+gives it), and the checks are on what it printed: nothing wider than the
+terminal, every score of every ranking printed whole, no HTML entity left,
+the closing panel, the scenario's forced choices, and a second run that says
+what it did.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from cortex_agents.demo import SCENARIOS, run_recorded
+from cortex_agents.persistence import memory_saver
+from cortex_agents.substrate import ToolCallMade
+
+BOX = re.compile(r"[│┃║╭╮╰╯─━┏┓┗┛┡┩╇╈┠┨┼┿╋]")
+ENTITY = re.compile(r"&(?:[a-zA-Z]+|#\d+|#x[0-9a-fA-F]+);")
+
+
+def demo(*args: str, db, columns: int = 80) -> str:
+    env = {**os.environ, "COLUMNS": str(columns), "NO_COLOR": "1", "TERM": "dumb"}
+    done = subprocess.run(
+        [sys.executable, "-m", "cortex_agents", "demo", "--db", str(db), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "INFO" not in done.stderr  # no library's log lines (wordllama turned them on)
+    return done.stdout
+
+
+def prose(text: str) -> str:
+    """The printed text as one line of words: box drawing gone, whitespace folded."""
+    return " ".join(BOX.sub(" ", text).split())
+
+
+@pytest.fixture(scope="module")
+def first(tmp_path_factory):
+    db = tmp_path_factory.mktemp("demo") / "demo.db"
+    return db, demo(db=db)
+
+
+@pytest.fixture(scope="module")
+def replayed():
+    return run_recorded(SCENARIOS["claim_review"], memory_saver())
+
+
+def test_nothing_is_wider_than_80_columns(first):
+    _, out = first
+    assert max(len(line) for line in out.splitlines()) <= 80
+
+
+def test_every_ranking_prints_each_score_whole(first, replayed):
+    _, out = first
+    calls = [e for e in replayed.log if isinstance(e, ToolCallMade) and "matches" in e.result]
+    assert calls, "the recording has memory queries"
+    rows = [re.sub(r"\s+", " ", line).strip() for line in out.splitlines()]
+    for call in calls:
+        for rank, m in enumerate(call.result["matches"], 1):
+            scores = " ".join(f"{m[a]:.3f}" for a in ("score", "graph", "temporal", "semantic"))
+            row = f"{rank} {m['node_id']} {m['kind']} {m['hops']} {scores} {m['routing_key']}"
+            assert row in rows, f"row {row!r} not printed whole"
+    assert not re.search(r"\d…|…\d", out)  # no number cut by an ellipsis anywhere
+
+
+def test_escaped_text_is_shown_unescaped(first):
+    _, out = first
+    assert not ENTITY.search(out), ENTITY.search(out)
+
+
+def test_the_closing_panel_says_what_to_look_at(first, replayed):
+    db, out = first
+    text = prose(out)
+    assert "what to look at" in text
+    assert "Memory each stage had" in text
+    assert "planner, analyst-a, analyst-b, analyst-c, merge: classic, their direct inputs only" in (
+        text
+    )
+    assert "reviewer, rewriter: topological (preset reviewer, upstream_of_kind=analyst)" in text
+    # what the reviewer's query returned and why: the filters and axes that decided it
+    (call,) = [e for e in replayed.log if isinstance(e, ToolCallMade) and e.node_id == "reviewer"]
+    found = ", ".join(m["node_id"] for m in call.result["matches"])
+    assert f"returned {found}, of {call.result['total']} candidates" in text
+    assert "filters: walked ancestors; settled outputs only; kinds left out: merge, planner, " in (
+        text
+    )
+    ranking = f"ranking: scorer {call.result['query']['scorer']}; score = (0.25·graph + "
+    assert ranking + "0.25·temporal + 1·semantic) / 1.5" in text
+    assert (
+        "mostly on the semantic axis" in text
+        or "mostly on the graph axis" in text
+        or ("mostly on the temporal axis" in text)
+    )
+    assert f"What the runtime recorded {len(replayed.log)} events in thread demo:" in text
+    assert f"cortex-agents inspect {db} --thread demo" in text
+
+
+def test_the_forced_choices_are_stated(first, tmp_path):
+    _, out = first
+    for line in SCENARIOS["claim_review"].forced:
+        assert line in prose(out)
+    repair = prose(demo("--scenario", "claim_review_repair", db=tmp_path / "r.db"))
+    assert "forced by this scenario:" in repair
+    assert "the rewriter is configured repair = always" in repair
+    assert "whatever the review found" in repair
+    assert "rewrite history" in repair and "admitted as rewrite 1" in repair
+
+
+def test_a_second_run_replays_into_a_new_thread_and_says_so(first):
+    db, _ = first
+    again = prose(demo(db=db))
+    assert "thread demo in" in again and "replaying into a new thread, demo-2" in again
+    assert "events in thread demo-2" in again
+    shown = prose(demo("--thread", "demo", db=db))
+    assert "thread demo in" in shown and "showing what was recorded (nothing replayed" in shown
+    assert "LLM exchanges replayed" in shown  # the header still says where the run came from
+
+
+def test_compare_shows_the_two_reviewers_side_by_side(tmp_path):
+    out = demo("--compare", db=tmp_path / "c.db")
+    assert max(len(line) for line in out.splitlines()) <= 80
+    text = prose(out)
+    assert "the same merge, two reviewers" in text
+    # one header row, two columns
+    assert any("reviewer-classic" in ln and "reviewer-topological" in ln for ln in out.splitlines())
+    for row in ("memory", "could see", "concluded"):
+        assert re.search(rf"^\W*{row}\b", out, re.MULTILINE), row
+    compare = run_recorded(SCENARIOS["claim_review_compare"], memory_saver())
+    topo = compare.outputs["reviewer-topological"]["memory"]["recalled"]
+    assert topo and compare.outputs["reviewer-classic"]["memory"]["recalled"] == []
+    classic, topological = table_columns(out)
+    assert "recalled: nothing (no memory past its inputs)" in classic
+    assert all(f"recalled {node}:" in topological for node in topo)
+    assert "recalled" not in classic.replace("recalled: nothing", "")
+    for node, column in (("reviewer-classic", classic), ("reviewer-topological", topological)):
+        assert f"verdict: {compare.outputs[node]['value']['verdict']}" in column
+    assert f"reviewer-topological could also see {', '.join(topo)}" in text
+
+
+def table_columns(out: str) -> tuple[str, str]:
+    """The text of the compare table's two reviewer columns, each as one line of words."""
+    left, right = [], []
+    for line in out.splitlines():
+        cells = line.split("│")
+        if len(cells) == 5:  # │ row │ left │ right │
+            left.append(cells[2])
+            right.append(cells[3])
+    return " ".join(" ".join(left).split()), " ".join(" ".join(right).split())
