@@ -18,7 +18,7 @@ from typing import Annotated
 import typer
 
 from cortex_agents.cli.app import app, fail_cleanly, stdout
-from cortex_agents.cli.db_cmds import open_database, rewrite_history
+from cortex_agents.cli.db_cmds import open_database
 from cortex_agents.cli.run_cmd import _Printer
 from cortex_agents.demo import SCENARIOS, Scenario, recorded_result, run_recorded
 from cortex_agents.persistence.inspection import describe_thread
@@ -118,6 +118,5 @@ def demo(
     else:
         view.print_blocks(stdout, view.report_panels(result))
     if described["rewrites"]:
-        rewrite_history(described)
-        stdout.print()
+        view.print_blocks(stdout, [view.rewrite_history(described)])
     view.print_blocks(stdout, [view.closing_panel(result, wire, chosen, db=db, thread=thread_id)])

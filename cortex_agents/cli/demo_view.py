@@ -36,6 +36,7 @@ __all__ = [
     "forced_lines",
     "memory_label",
     "report_panels",
+    "rewrite_history",
     "stage_table",
     "tool_call_blocks",
 ]
@@ -422,6 +423,33 @@ def closing_panel(
         )
     )
     return Panel(Group(*parts), title="what to look at", title_align="left")
+
+
+def _dims(values: Mapping[str, int] | None) -> str:
+    short = {"nodes": "n", "edges": "e", "depth": "d", "breadth": "b", "operations": "ops"}
+    return " ".join(f"{short.get(k, k)}={v}" for k, v in (values or {}).items())
+
+
+def rewrite_history(described: Mapping[str, Any]) -> Group:
+    """Each proposal: its decision, proposer and form, outcome, cost, budget before -> after
+    (``cortex-agents inspect`` prints the same history; this one wraps at words)."""
+    budget = described.get("budget")
+    lines: list[Any] = [
+        Text("rewrite history" + (f" (run budget {_dims(budget)})" if budget else ""))
+    ]
+    for i, r in enumerate(described.get("rewrites", []), 1):
+        if r["decision"] == "admitted":
+            head = f"admitted as rewrite {r['rewrite_id']}"
+            detail = "new nodes: " + ", ".join(r["new_nodes"])
+        else:
+            head = f"rejected: {r['code']} ({r['check']})"
+            detail = display(r.get("reason") or "", 300)
+        after = _dims(r["budget_after"]) if r["decision"] == "admitted" else "unchanged"
+        lines.append(Text(f"#{i} {head} · by {r['proposer']} · {r['operation']}"))
+        lines.append(_item(detail, 3))
+        lines.append(_item(f"cost {_dims(r['cost']) or '-'}", 3))
+        lines.append(_item(f"budget {_dims(r['budget_before'])} -> {after}", 3))
+    return Group(*lines)
 
 
 def _last_reviewer(result: RunResult) -> str:

@@ -55,9 +55,12 @@ def replayed():
     return run_recorded(SCENARIOS["claim_review"], memory_saver())
 
 
-def test_nothing_is_wider_than_80_columns(first):
-    _, out = first
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_no_scenario_prints_wider_than_80_columns_or_an_entity(name, tmp_path):
+    out = demo("--scenario", name, db=tmp_path / "demo.db")
     assert max(len(line) for line in out.splitlines()) <= 80
+    assert not ENTITY.search(out), ENTITY.search(out)
+    assert "what to look at" in out and "Forced by this scenario" in out
 
 
 def test_every_ranking_prints_each_score_whole(first, replayed):
