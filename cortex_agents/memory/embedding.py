@@ -54,6 +54,8 @@ __all__ = [
 Vector = npt.NDArray[np.float32]
 Matrix = npt.NDArray[np.float32]
 _QUERY_MEMO: Final = 1024
+DEFAULT_CACHE_ENTRIES: Final = 32_768
+"""Vectors an :class:`InMemoryEmbeddingCache` keeps by default."""
 
 
 def body_key(text: str) -> str:
@@ -103,11 +105,18 @@ class EmbeddingCache(Protocol):
 class InMemoryEmbeddingCache:
     """A bounded, thread-safe in-process :class:`EmbeddingCache` (least recently used goes first).
 
+    A run's memory index keeps the body vectors of each branch itself (one
+    row per body, carried to forks), so this cache only spares a *new* index
+    — another branch, a snapshot made by hand — embedding bodies again; the
+    default keeps the most recent 32,768 (about 40 MB at 256 dimensions). A
+    run that must never embed a body twice, across processes too, gives its
+    scorer a store-backed cache (:class:`cortex_agents.embeddings.StoreEmbeddingCache`).
+
     Args:
         max_entries: Most vectors kept, over every scorer id.
     """
 
-    def __init__(self, max_entries: int = 200_000) -> None:
+    def __init__(self, max_entries: int = DEFAULT_CACHE_ENTRIES) -> None:
         if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
             raise InvalidArgument("max_entries", "must be an integer >= 1", max_entries)
         self._max = max_entries

@@ -362,3 +362,14 @@ def test_readers_of_older_views_stay_exact_while_the_branch_grows_in_another_thr
         sys.setswitchinterval(interval)
     assert errors == []
     assert grown.branch is log.branch and log.branch._derived[MEMORY_INDEX].length == len(events)
+
+
+def test_the_default_in_memory_embedding_cache_is_bounded_now_that_the_index_keeps_vectors():
+    from cortex_agents.memory import InMemoryEmbeddingCache
+    from cortex_agents.memory.embedding import DEFAULT_CACHE_ENTRIES
+
+    cache = InMemoryEmbeddingCache()
+    vector = np.zeros(4, dtype=np.float32)
+    cache.put_many("s", {f"k{i}": vector for i in range(DEFAULT_CACHE_ENTRIES + 5)})
+    assert len(cache) == DEFAULT_CACHE_ENTRIES <= 32_768
+    assert cache.get_many("s", ["k0", "k4", "k5"]).keys() == {"k5"}  # oldest out first
