@@ -34,7 +34,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from datetime import datetime
-from typing import Final, Protocol, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 from cortex_agents.errors import InvalidArgument
 from cortex_agents.substrate.events import Event, event_to_dict
@@ -119,7 +119,7 @@ class Branch:
         self._digests = bytearray()
         self._latest: list[datetime] = []
         self._states: OrderedDict[int, GraphState] = OrderedDict()
-        self._derived: dict[Hashable, Derived] = {}
+        self._derived: dict[Hashable, Derived[Any]] = {}
 
     def __len__(self) -> int:
         return len(self.events)
@@ -207,7 +207,7 @@ class Branch:
                 for event in self.events[have:length]:
                     if newest is None or event.at > newest:
                         newest = event.at
-                    self._latest.append(newest)  # type: ignore[arg-type]
+                    self._latest.append(newest)
             return self._latest[length - 1]
 
     # -- derived structures --------------------------------------------------------------

@@ -196,7 +196,7 @@ Event = (
     | ToolCallMade
 )
 
-EVENT_TYPES: Final[dict[str, type]] = {
+EVENT_TYPES: Final[dict[str, type[Event]]] = {
     "node_scheduled": NodeScheduled,
     "edge_added": EdgeAdded,
     "stage_started": StageStarted,
@@ -212,7 +212,7 @@ EVENT_TYPES: Final[dict[str, type]] = {
 }
 _OMITTED_WHEN_EMPTY: Final = frozenset({"config", "tags"})
 _OMITTED_WHEN_NONE: Final = frozenset({"frontier", "result"})
-_TYPE_NAMES: Final[dict[type, str]] = {cls: name for name, cls in EVENT_TYPES.items()}
+_TYPE_NAMES: Final[dict[type[Event], str]] = {cls: name for name, cls in EVENT_TYPES.items()}
 _FACT_FIELDS: Final = (
     "rewrite_id",
     "proposer",
@@ -281,8 +281,9 @@ def event_from_dict(data: Mapping[str, Any]) -> Event:
     if not isinstance(data, Mapping):
         raise InvalidArgument("event", "must be a JSON object", type(data).__name__)
     name = data.get("type")
-    cls = EVENT_TYPES.get(name)  # type: ignore[arg-type]
-    if cls is None:
+    # Only a string can name a type (a list or dict would not even hash).
+    cls = EVENT_TYPES.get(name) if isinstance(name, str) else None
+    if cls is None or not isinstance(name, str):
         shown = name if isinstance(name, str | None) and len(name or "") <= 64 else _brief(name)
         raise InvalidArgument("type", f"must be one of {sorted(EVENT_TYPES)}", shown)
     fields = {k: v for k, v in data.items() if k != "type"}

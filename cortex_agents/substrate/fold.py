@@ -20,6 +20,8 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, Final
 
+from immutables import MapMutation
+
 from cortex_agents.errors import InvalidEvent
 from cortex_agents.substrate.events import (
     EdgeAdded,
@@ -36,7 +38,13 @@ from cortex_agents.substrate.events import (
     StageStarted,
     ToolCallMade,
 )
-from cortex_agents.substrate.records import REJECTION_CODES, EdgeRecord, NodeId, NodeRecord
+from cortex_agents.substrate.records import (
+    REJECTION_CODES,
+    EdgeRecord,
+    NodeId,
+    NodeRecord,
+    RewriteFact,
+)
 from cortex_agents.substrate.state import EMPTY_STATE, AppendOnly, GraphState, NodeTable
 
 __all__ = ["HANDLERS", "Draft", "Handler", "fold"]
@@ -63,14 +71,14 @@ class Draft:
     """
 
     base: GraphState
-    nodes: Any
+    nodes: MapMutation[NodeId, NodeRecord]
     scheduled: list[NodeId]
-    preds: Any
-    succs: Any
+    preds: MapMutation[NodeId, tuple[NodeId, ...]]
+    succs: MapMutation[NodeId, tuple[NodeId, ...]]
     added: list[EdgeRecord]
     removed: set[EdgeRecord]
-    rewrites: list[Any]
-    keys: Any
+    rewrites: list[RewriteFact]
+    keys: MapMutation[str, None]
     last_id: int
     watermark: int
     budget: Mapping[str, int] | None
@@ -84,30 +92,30 @@ class Draft:
             base=state,
             nodes=table._map.mutate(),
             scheduled=[],
-            preds=state._preds.mutate(),  # type: ignore[attr-defined]
-            succs=state._succs.mutate(),  # type: ignore[attr-defined]
+            preds=state._preds.mutate(),
+            succs=state._succs.mutate(),
             added=[],
             removed=set(),
             rewrites=[],
-            keys=state._keys.mutate(),  # type: ignore[attr-defined]
+            keys=state._keys.mutate(),
             last_id=state._last_id,
             watermark=state.watermark,
             budget=state.budget,
             seq=state.seq,
         )
 
-    def node(self, node_id: str, index: int) -> NodeRecord:
+    def node(self, node_id: NodeId, index: int) -> NodeRecord:
         """The node with this id, or :class:`InvalidEvent` at ``index``."""
         try:
             return self.nodes[node_id]
         except KeyError:
             raise InvalidEvent(index, f"unknown node {node_id!r}") from None
 
-    def has_edge(self, source: str, target: str) -> bool:
+    def has_edge(self, source: NodeId, target: NodeId) -> bool:
         """Whether the edge is in the graph now."""
         return target in self.succs.get(source, ())
 
-    def fact(self, rewrite_id: int) -> Any:
+    def fact(self, rewrite_id: int) -> RewriteFact:
         """The admitted decision with this id (it exists: ids are dense up to ``last_id``)."""
         for fact in (*self.base.rewrites, *self.rewrites):
             if fact.rewrite_id == rewrite_id:
@@ -356,7 +364,7 @@ def fold(events: Iterable[Event], state: GraphState = EMPTY_STATE) -> GraphState
     return draft.finish()
 
 
-def _drop(links: Any, node: str, other: str) -> None:
+def _drop(links: MapMutation[NodeId, tuple[NodeId, ...]], node: NodeId, other: NodeId) -> None:
     """Remove ``other`` from ``links[node]`` (a key with no links left is deleted)."""
     rest = tuple(x for x in links.get(node, ()) if x != other)
     if rest:
@@ -365,7 +373,7 @@ def _drop(links: Any, node: str, other: str) -> None:
         del links[node]
 
 
-def _reaches(succs: Any, start: str, goal: str) -> bool:
+def _reaches(succs: MapMutation[NodeId, tuple[NodeId, ...]], start: NodeId, goal: NodeId) -> bool:
     """Whether ``goal`` is reachable from ``start`` (a node without successors reaches nothing)."""
     if not succs.get(start):
         return False

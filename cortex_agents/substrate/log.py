@@ -70,8 +70,8 @@ class LogBuffer:
 
 def _as_event(item: Event | Mapping[str, Any]) -> Event:
     if isinstance(item, _EVENT_CLASSES):
-        check_event(item)  # type: ignore[arg-type]  (storable, as a dict would have been)
-        return item  # type: ignore[return-value]
+        check_event(item)  # storable, as a dict would have been
+        return item
     if isinstance(item, Mapping):
         return event_from_dict(item)
     raise InvalidArgument("substrate update", "items must be events or event dicts", item)

@@ -73,6 +73,13 @@ def _settled(state: GraphState, kind: str | None) -> list[NodeRecord]:
     return [n for n in state.nodes.values() if n.settled and (kind is None or n.kind == kind)]
 
 
+def _completed_at(node: NodeRecord) -> datetime:
+    """A settled node's completion time (the fold sets it with the settled status)."""
+    if node.completed_at is None:  # pragma: no cover  (a settled node always has one)
+        raise ValueError(f"node {node.id!r} is settled without a completion time")
+    return node.completed_at
+
+
 def recent(state: GraphState, limit: int, *, kind: str | None = None) -> tuple[NodeRecord, ...]:
     """The ``limit`` most recently settled nodes, newest first (ties by id).
 
@@ -82,7 +89,7 @@ def recent(state: GraphState, limit: int, *, kind: str | None = None) -> tuple[N
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise InvalidArgument("limit", "must be an integer >= 1", limit)
     nodes = sorted(_settled(state, kind), key=lambda n: n.id)
-    nodes.sort(key=lambda n: n.completed_at, reverse=True)  # stable: ties stay in id order
+    nodes.sort(key=_completed_at, reverse=True)  # stable: ties stay in id order
     return tuple(nodes[:limit])
 
 
@@ -95,8 +102,8 @@ def since(
         InvalidArgument: ``timestamp`` is not a timezone-aware datetime.
     """
     start = require_aware(timestamp, "timestamp")
-    nodes = [n for n in _settled(state, kind) if n.completed_at >= start]  # type: ignore[operator]
-    return tuple(sorted(nodes, key=lambda n: (n.completed_at, n.id)))
+    nodes = [n for n in _settled(state, kind) if _completed_at(n) >= start]
+    return tuple(sorted(nodes, key=lambda n: (_completed_at(n), n.id)))
 
 
 def by_tag(state: GraphState, tag: str) -> tuple[NodeRecord, ...]:

@@ -115,8 +115,12 @@ class NodeTable(Mapping[NodeId, NodeRecord]):
 
     __slots__ = ("_map", "_order")
 
-    def __init__(self, table: Map | None = None, order: AppendOnly[NodeId] | None = None) -> None:
-        self._map = table if table is not None else Map()
+    def __init__(
+        self,
+        table: Map[NodeId, NodeRecord] | None = None,
+        order: AppendOnly[NodeId] | None = None,
+    ) -> None:
+        self._map: Map[NodeId, NodeRecord] = table if table is not None else Map()
         self._order = order if order is not None else AppendOnly()
 
     def __getitem__(self, node_id: NodeId) -> NodeRecord:
@@ -142,7 +146,7 @@ class NodeTable(Mapping[NodeId, NodeRecord]):
         return f"NodeTable({list(self._order)!r})"
 
 
-def _empty_map() -> Map:
+def _empty_map() -> Map[Any, Any]:
     return Map()
 
 
@@ -165,9 +169,9 @@ class GraphState:
     seq: int = 0
     watermark: int = 0
     budget: Mapping[str, int] | None = None
-    _preds: Mapping[NodeId, tuple[NodeId, ...]] = field(default_factory=_empty_map, repr=False)
-    _succs: Mapping[NodeId, tuple[NodeId, ...]] = field(default_factory=_empty_map, repr=False)
-    _keys: Mapping[str, None] = field(default_factory=_empty_map, repr=False)
+    _preds: Map[NodeId, tuple[NodeId, ...]] = field(default_factory=_empty_map, repr=False)
+    _succs: Map[NodeId, tuple[NodeId, ...]] = field(default_factory=_empty_map, repr=False)
+    _keys: Map[str, None] = field(default_factory=_empty_map, repr=False)
     _last_id: int = field(default=0, repr=False)
 
     def node(self, node_id: str) -> NodeRecord:
@@ -177,19 +181,19 @@ class GraphState:
             UnknownNode: no such node.
         """
         try:
-            return self.nodes[node_id]  # type: ignore[index]
+            return self.nodes[NodeId(node_id)]
         except KeyError:
             raise UnknownNode(node_id) from None
 
     def predecessors(self, node_id: str) -> tuple[NodeId, ...]:
         """Direct inputs of a node (its Markov boundary upstream), in edge order."""
         self.node(node_id)
-        return self._preds.get(node_id, ())  # type: ignore[call-overload]
+        return self._preds.get(NodeId(node_id), ())
 
     def successors(self, node_id: str) -> tuple[NodeId, ...]:
         """Direct consumers of a node, in edge order."""
         self.node(node_id)
-        return self._succs.get(node_id, ())  # type: ignore[call-overload]
+        return self._succs.get(NodeId(node_id), ())
 
     def observations(self) -> tuple[Observation, ...]:
         """The settled nodes as observations, in scheduling order."""

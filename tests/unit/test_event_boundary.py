@@ -58,6 +58,16 @@ def test_nesting_thousands_deep_is_refused_by_name_not_by_recursion_error():
     assert len(log) == 1
 
 
+@pytest.mark.parametrize("name", [["node_scheduled"], {"a": 1}, 7, None])
+def test_an_event_type_that_is_not_a_string_is_refused_by_name(name):
+    # A JSON list or object as `type` once escaped as TypeError (unhashable).
+    data = {**event_to_dict(NodeScheduled(node_id="a", kind="k", at=at(0))), "type": name}
+    with pytest.raises(InvalidArgument) as caught:
+        event_from_dict(data)
+    assert caught.value.field == "type"
+    assert "must be one of" in caught.value.rule
+
+
 @pytest.mark.parametrize(
     ("value", "rule"),
     [
