@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -180,24 +180,27 @@ def inspect(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """List a database's threads, or one thread's nodes, edges and rewrites."""
-    with fail_cleanly(), open_database(db) as saver:
-        data = (
-            describe_thread(saver, thread) if thread else [t.to_dict() for t in list_threads(saver)]
-        )
-    if as_json:
-        print(json.dumps(data, indent=2, ensure_ascii=False))
-        return
     if thread is None:
+        with fail_cleanly(), open_database(db) as saver:
+            threads = [t.to_dict() for t in list_threads(saver)]
+        if as_json:
+            print(json.dumps(threads, indent=2, ensure_ascii=False))
+            return
         table = Table(title=f"threads in {db}", title_justify="left")
         for column in ("thread", "events", "nodes", "settled", "failed", "rewrites", "last event"):
             table.add_column(column)
-        for row in data:
+        for row in threads:
             table.add_row(
                 row["thread_id"],
                 *(str(row[k]) for k in ("events", "nodes", "settled", "failed", "rewrites")),
                 row["last_event_at"] or "",
             )
         stdout.print(table)
+        return
+    with fail_cleanly(), open_database(db) as saver:
+        data = describe_thread(saver, thread)
+    if as_json:
+        print(json.dumps(data, indent=2, ensure_ascii=False))
         return
     summary = data["summary"]
     stdout.print(
@@ -225,7 +228,7 @@ def inspect(
         rewrite_history(data)
 
 
-def rewrite_history(data: dict) -> None:
+def rewrite_history(data: Mapping[str, Any]) -> None:
     """One block per proposal: decision, proposer and form, outcome, cost, budget before -> after."""
     budget = data["budget"]
     stdout.print(
