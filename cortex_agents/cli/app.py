@@ -13,15 +13,19 @@ import importlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import click
 import typer
 import typer.main
 from rich.console import Console
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from cortex_agents.errors import CortexError
+
+if TYPE_CHECKING:
+    # TyperGroup's own Context and Command: typer (>= 0.26) runs a private copy of click,
+    # so the click package's classes (when it is installed at all) are not these.
+    from typer._click import Command, Context
 
 __all__ = [
     "COMMANDS",
@@ -73,23 +77,23 @@ def load_commands(*names: str) -> None:
 class _LazyGroup(TyperGroup):
     """A group that lists commands from :data:`COMMANDS` and imports one only to run it."""
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
+    def list_commands(self, ctx: Context) -> list[str]:
         return [*COMMANDS, *(n for n in super().list_commands(ctx) if n not in COMMANDS)]
 
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
         command = super().get_command(ctx, cmd_name)
         if command is None and cmd_name in COMMANDS:
             summary = COMMANDS[cmd_name][1]
-            return click.Command(cmd_name, help=summary, short_help=summary)  # for listings
+            return TyperCommand(cmd_name, help=summary, short_help=summary)  # for listings
         return command
 
     def resolve_command(
-        self, ctx: click.Context, args: list[str]
-    ) -> tuple[str | None, click.Command | None, list[str]]:
+        self, ctx: Context, args: list[str]
+    ) -> tuple[str | None, Command | None, list[str]]:
         name = args[0] if args else None
         if name in COMMANDS:
             load_commands(name)
-            self.commands[name] = typer.main.get_command(app).commands[name]  # type: ignore[attr-defined]
+            self.commands[name] = typer.main.get_group(app).commands[name]
         return super().resolve_command(ctx, args)
 
 
