@@ -46,6 +46,7 @@ from cortex_agents.timestamps import format_timestamp
 
 if TYPE_CHECKING:
     from cortex_agents.snapshot_integrity import Category
+    from cortex_agents.snapshot_reader import Reading
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -101,7 +102,7 @@ class SnapshotDocument:
             run_id=run_id,
             entry_time=entry_time,
             nodes=tuple(state.nodes.values()),
-            edges=state.edges,
+            edges=tuple(state.edges),
             rewrites=state.rewrites,
             rewrite_budget=None if state.budget is None else dict(state.budget),
         )
@@ -152,7 +153,7 @@ class Salvage:
     orphans: tuple[Problem, ...] = ()
 
 
-def _read(text: str | bytes, limits: SnapshotLimits):
+def _read(text: str | bytes, limits: SnapshotLimits) -> Reading:
     from cortex_agents.snapshot_reader import read_text
 
     if isinstance(text, bytes):
@@ -296,11 +297,13 @@ def dump_snapshot(document: SnapshotDocument) -> str:
         relation[edge.source].append(edge.target)
     position = {node_id: i for i, node_id in enumerate(canonical_order(relation))}
     by_id = {node.id: node for node in document.nodes}
-    payload = {
+    payload: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "run_id": document.run_id,
         "entry_time": format_timestamp(document.entry_time),
-        "nodes": [_node_json(by_id[node_id]) for node_id in sorted(position, key=position.get)],
+        "nodes": [
+            _node_json(by_id[node_id]) for node_id in sorted(position, key=position.__getitem__)
+        ],
         "edges": [
             {"source": e.source, "target": e.target}
             for e in sorted(document.edges, key=lambda e: (position[e.source], position[e.target]))

@@ -118,10 +118,10 @@ def check_identifier(value: Any, field: str, limits: SnapshotLimits = DEFAULT_LI
         InvalidArgument: it is not.
     """
     rule = identifier_problem(value, limits)
-    if rule is not None:
-        shown = value[:60] + "..." if isinstance(value, str) and len(value) > 60 else value
-        raise InvalidArgument(field, rule, shown)
-    return value
+    if rule is None and isinstance(value, str):  # it passes strings only
+        return value
+    shown = value[:60] + "..." if isinstance(value, str) and len(value) > 60 else value
+    raise InvalidArgument(field, rule or "must be a string", shown)
 
 
 def _depth(text: str) -> int:

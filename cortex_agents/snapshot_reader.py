@@ -288,7 +288,9 @@ class _Reader:
             problems.append(Problem(f"{where}.error", f"must be null for a {status} node"))
         return attempts
 
-    def edges(self, doc: _Document, nodes: dict[str, NodeRecord], first_at: dict[str, int]):
+    def edges(
+        self, doc: _Document, nodes: dict[str, NodeRecord], first_at: dict[str, int]
+    ) -> list[IndexedEdge]:
         """Edges that pass every check, in file order."""
         candidates: list[IndexedEdge] = []
         seen: dict[tuple[str, str], int] = {}
@@ -328,23 +330,25 @@ class _Reader:
             candidates.append(IndexedEdge(i, edge.source, edge.target))
         cycles = back_edges(list(nodes), candidates)
         kept: list[IndexedEdge] = []
-        for edge in candidates:
-            where = f"edges[{edge.index}]"
-            raw = doc.edges[edge.index]
-            if edge.index in cycles:
-                message = f"closes a cycle {cycles[edge.index]}; edges must form a DAG"
+        for candidate in candidates:
+            where = f"edges[{candidate.index}]"
+            raw = doc.edges[candidate.index]
+            if candidate.index in cycles:
+                message = f"closes a cycle {cycles[candidate.index]}; edges must form a DAG"
                 self.leave_out(where, raw, "cycle", [Problem(where, message)])
                 continue
-            rule = edge_state_problem(edge, nodes)
+            rule = edge_state_problem(candidate, nodes)
             if rule is not None:
                 self.leave_out(where, raw, "inconsistent", [Problem(where, rule)])
                 continue
-            kept.append(edge)
+            kept.append(candidate)
         return kept
 
-    def rewrites(self, doc: _Document, nodes: dict[str, NodeRecord], first_at: dict[str, int]):
+    def rewrites(
+        self, doc: _Document, nodes: dict[str, NodeRecord], first_at: dict[str, int]
+    ) -> list[RewriteFact]:
         kept: list[RewriteFact] = []
-        last_id, keys = 0, set()
+        last_id, keys = 0, set[str]()
         for i, raw in enumerate(doc.rewrites):
             where = f"rewrites[{i}]"
             problems = walk_problems(raw, where, self.limits)

@@ -321,7 +321,7 @@ def compare_table(result: RunResult, wire: Wire, left: str, right: str) -> Table
             lines.append(f"{call.tool} returned " + (", ".join(map(str, found)) or "nothing"))
         return "\n".join(lines)
 
-    kinds = {n.id: n.kind for n in result.state.nodes.values()}
+    kinds: dict[str, str] = {n.id: n.kind for n in result.state.nodes.values()}
     values = {n: _value(result, n) for n in (left, right)}
     table.add_row("memory", *(memory_label(wire, n, kinds.get(n, "")) for n in (left, right)))
     table.add_row("could see", *(seen(n) for n in (left, right)))

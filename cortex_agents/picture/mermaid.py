@@ -128,9 +128,9 @@ def to_mermaid(picture: Picture, shape: Layout | None = None, *, direction: str 
         members = [ref[n.id] for n in picture.nodes if n.status == status]
         if members:
             lines.append(f"class {','.join(members)} {status}")
-    added = [ref[n.id] for n in picture.nodes if n.rewrite_id is not None]
-    if added:
-        lines.append(f"class {','.join(added)} rewrite")
+    rewritten = [ref[n.id] for n in picture.nodes if n.rewrite_id is not None]
+    if rewritten:
+        lines.append(f"class {','.join(rewritten)} rewrite")
     if picture.rejected:
         lines.append(f"class {','.join(f'r{p.index}' for p in picture.rejected)} rejected")
     return "\n".join(lines) + "\n"

@@ -194,7 +194,8 @@ def _config(value: Any, where: str) -> dict[str, Any]:
         raise ProposalInvalid(where, f"must be JSON ({exc})") from None
     if len(text) > MAX_CONFIG_CHARS:
         raise ProposalInvalid(where, f"must be at most {MAX_CONFIG_CHARS} characters of JSON")
-    return json.loads(text)
+    config: dict[str, Any] = json.loads(text)  # a JSON object: dumped from a str-keyed mapping
+    return config
 
 
 def _edge(value: Any, where: str) -> tuple[str, str]:

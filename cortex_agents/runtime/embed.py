@@ -68,7 +68,7 @@ def _base_id(name: str | None, fallback: str, config: RunnableConfig) -> str:
     """The stage id before repeats are numbered: unique among the tasks of one step."""
     metadata = config.get("metadata") or {}
     base = name or metadata.get("langgraph_node") or fallback
-    path = metadata.get("langgraph_path") or ()
+    path: Sequence[Any] = metadata.get("langgraph_path") or ()
     if len(path) > 1 and path[0] == "__pregel_push" and isinstance(path[1], int):
         base = f"{base}@{path[1]}"  # a Send: several tasks of this node run in one step
     return str(base)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 
@@ -21,7 +22,7 @@ from cortex_agents.errors import InvalidArgument, RunFailed
 from cortex_agents.memory.embedding import EmbeddingCache
 from cortex_agents.persistence.saver import CortexSaver
 from cortex_agents.runtime.clock import Clock, utc_clock
-from cortex_agents.runtime.graph import WireGraph
+from cortex_agents.runtime.graph import RunState, WireGraph
 from cortex_agents.runtime.wire import Wire
 from cortex_agents.substrate.events import Event, event_from_dict
 from cortex_agents.substrate.log import SubstrateLog
@@ -103,7 +104,7 @@ class Runtime:
     def __init__(
         self,
         wire: Wire,
-        saver: CortexSaver | BaseCheckpointSaver,
+        saver: CortexSaver | BaseCheckpointSaver[Any],
         *,
         clock: Clock = utc_clock,
         lock_timeout: float | None = 0.0,
@@ -127,9 +128,11 @@ class Runtime:
         self.durability = durability
         self.services = dict(services or {})
         self.wiring = WireGraph(wire, self.saver, clock, self.services, scratch)
-        self.graph: CompiledStateGraph = self.wiring.build().compile(checkpointer=self.saver)
+        self.graph: CompiledStateGraph[RunState, None, RunState, RunState] = (
+            self.wiring.build().compile(checkpointer=self.saver)
+        )
 
-    def config(self, thread_id: str) -> dict[str, Any]:
+    def config(self, thread_id: str) -> RunnableConfig:
         """The LangGraph config of a thread of this runtime."""
         limit = 4 * (len(self.wire.stages) + self.wire.budget.nodes) + 16
         return {"configurable": {"thread_id": thread_id}, "recursion_limit": limit}
@@ -149,7 +152,7 @@ class Runtime:
                         None, config, stream_mode="updates", durability=self.durability
                     )
                 )
-            start: dict[str, Any] = {"scanned": None, "retry": True}
+            start: RunState = {"scanned": None, "retry": True}
             if input is not None:
                 start["input"] = input
             yield from self._progress(

@@ -12,7 +12,7 @@ nodes — so a pass costs O(new events), not O(graph).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -65,8 +65,8 @@ def wire_events(wire: Wire, state: GraphState, at: datetime) -> list[Event]:
     return events
 
 
-def _edge_key(wire: Wire):
-    position = {stage_id: i for i, stage_id in enumerate(wire.order())}
+def _edge_key(wire: Wire) -> Callable[[tuple[str, str]], tuple[int, int]]:
+    position: dict[str, int] = {stage_id: i for i, stage_id in enumerate(wire.order())}
     return lambda edge: (position[edge[0]], position[edge[1]])
 
 

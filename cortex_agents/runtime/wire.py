@@ -303,10 +303,10 @@ def _problems(wire: Wire) -> list[Problem]:
         problems.append(
             Problem("on_failure", f"must be 'stop' or 'continue' (got {wire.on_failure!r})")
         )
-    for dimension, value in wire.budget.as_dict().items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    for dimension, amount in wire.budget.as_dict().items():
+        if isinstance(amount, bool) or not isinstance(amount, int) or amount < 0:
             problems.append(
-                Problem(f"budget.{dimension}", f"must be an integer >= 0 (got {value!r})")
+                Problem(f"budget.{dimension}", f"must be an integer >= 0 (got {amount!r})")
             )
     return problems
 

@@ -99,9 +99,10 @@ def _open_sqlite(path: Path) -> Iterator[ScratchBackend]:
     # in autocommit: SqliteStore issues its own BEGIN and COMMIT.
     conn = sqlite_connect(path, busy_timeout_ms=int(_BUSY_TIMEOUT_S * 1000), isolation_level=None)
     try:
-        backend = ScratchBackend.for_store(SqliteStore(conn))
+        store = SqliteStore(conn)
+        backend = ScratchBackend.for_store(store)
         # The guard locks the whole file (or, in memory, the whole store): one setup at a time.
-        with backend.guard.hold((NAMESPACE_ROOT,)) as store:
+        with backend.guard.hold((NAMESPACE_ROOT,)):
             store.setup()
         yield backend
     finally:

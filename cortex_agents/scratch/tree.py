@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeAlias
 
 from cortex_agents.errors import InvalidArgument, StorageError
 from cortex_agents.scratch.paths import ROOT, MemoryPath
@@ -87,6 +87,10 @@ def check_max_chars(value: object) -> int:
     return value
 
 
+_Entries: TypeAlias = "dict[str, _Entries | int]"
+"""A directory being built: child name -> its entries, or a file's size in characters."""
+
+
 def _corrupt(path: str) -> StorageError:
     return StorageError(
         "corrupt",
@@ -95,7 +99,7 @@ def _corrupt(path: str) -> StorageError:
     )
 
 
-def _insert(node: dict[str, dict | int], file: MemoryFile, segments: tuple[str, ...]) -> None:
+def _insert(node: _Entries, file: MemoryFile, segments: tuple[str, ...]) -> None:
     above = file.path.count("/") - len(segments)  # segments of the tree's root
     for depth, segment in enumerate(segments[:-1], start=1):
         child = node.setdefault(segment, {})
@@ -107,7 +111,7 @@ def _insert(node: dict[str, dict | int], file: MemoryFile, segments: tuple[str, 
     node[segments[-1]] = len(file.content)
 
 
-def _freeze(path: MemoryPath, entries: dict[str, dict | int]) -> TreeNode:
+def _freeze(path: MemoryPath, entries: _Entries) -> TreeNode:
     children = []
     for name in sorted(entries):
         value = entries[name]
@@ -136,7 +140,7 @@ def build_tree(files: Iterable[MemoryFile], root: MemoryPath = ROOT) -> TreeNode
             :class:`~cortex_agents.scratch.ScratchMemory` never holds.
     """
     prefix = root.child_prefix()
-    entries: dict[str, dict | int] = {}
+    entries: _Entries = {}
     for file in files:
         if file.path.startswith(prefix):
             _insert(entries, file, tuple(file.path[len(prefix) :].split("/")))

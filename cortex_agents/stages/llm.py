@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool
 
 from cortex_agents.errors import CortexError, InvalidArgument
@@ -63,6 +63,8 @@ __all__ = [
 
 CHAT_MODEL: Final = "chat_model"
 
+_K = TypeVar("_K", bound=str)
+
 
 class ModelUnavailable(CortexError, RuntimeError):
     """An LLM stage ran without a chat model configured."""
@@ -89,6 +91,7 @@ def build_chat_model(
     looping on one phrase until its cap cuts a tool call short.
     """
     from langchain_openai import ChatOpenAI
+    from pydantic import SecretStr
 
     if max_tokens_field not in ("max_completion_tokens", "max_tokens"):
         raise InvalidArgument(
@@ -104,7 +107,7 @@ def build_chat_model(
     return ChatOpenAI(
         model=model,
         base_url=base_url or None,
-        api_key=api_key,
+        api_key=SecretStr(api_key),
         temperature=0,
         seed=seed,
         max_retries=max_retries,
@@ -198,7 +201,7 @@ def tool_policy(ctx: StageContext) -> ToolPolicy:
         raise InvalidArgument(f"config.tools.{exc.field}", exc.rule, exc.value) from None
 
 
-def render_inputs(inputs: Mapping[str, Any]) -> str:
+def render_inputs(inputs: Mapping[_K, Any]) -> str:
     """The stage's direct inputs, delimited as data (JSON that cannot close the tag)."""
     return f"<inputs>\n{data_json(dict(inputs))}\n</inputs>"
 
@@ -221,7 +224,7 @@ def converse(
     user: str,
     policy: ToolPolicy | None = None,
     propose: bool = True,
-    answer: AnswerFormat | None = None,
+    answer: AnswerFormat[Any] | None = None,
 ) -> ToolLoopResult:
     """One stage's conversation: system prompt, user message, catalog-bound tool loop.
 
@@ -242,16 +245,18 @@ def converse(
     tools = stage_tools(ctx, policy, propose=propose)
     names = {t.name for t in tools}
     folder = ctx.extras.get("prompts_dir")
-    for tool, nudge in ((MEMORY_QUERY_TOOL, MEMORY_NUDGE), (PROPOSE_REWRITE_TOOL, REWRITE_NUDGE)):
-        if tool in names:  # a prompt mentions a tool only when the tool is there
+    for name, nudge in ((MEMORY_QUERY_TOOL, MEMORY_NUDGE), (PROPOSE_REWRITE_TOOL, REWRITE_NUDGE)):
+        if name in names:  # a prompt mentions a tool only when the tool is there
             system = f"{system.rstrip()}\n\n{load_prompt(nudge, folder=folder).strip()}"
-    messages: list = [SystemMessage(system.strip()), HumanMessage(user.strip())]
+    messages: list[BaseMessage] = [SystemMessage(system.strip()), HumanMessage(user.strip())]
     prepare = None
     if ctx.scratch is not None:  # the connector: the stage's scratch memory, as data
         connector = connector_from_config(ctx.config.get("scratch_connector"))
         scratch, tool = ctx.scratch, MEMORY_TOOL_NAME in names
 
-        def prepare(transcript: list) -> list:  # before every model call: memory as it is now
+        def prepare(
+            transcript: list[BaseMessage],
+        ) -> list[BaseMessage]:  # before every model call: memory as it is now
             return connector.inject(transcript, scratch, tool=tool)
 
     model = _model(ctx)
@@ -259,7 +264,7 @@ def converse(
     response_format = answer.response_format(form) if answer is not None else None
     answering = AnsweringModel(model, response_format) if response_format else None
     result = run_tool_loop(
-        answering or model,  # type: ignore[arg-type]  # what the loop calls: bind_tools, invoke
+        answering or model,
         messages,
         tools=tools,
         context=ctx,

@@ -48,7 +48,8 @@ def _bound(**keywords: int) -> Any:
     :func:`~cortex_agents.stages.structured.response_format` leaves them out of
     that form; and a longer answer still parses.
     """
-    return Field(json_schema_extra=keywords)
+    extra: dict[str, Any] = dict(keywords)  # JSON numbers (pydantic wants its JsonDict)
+    return Field(json_schema_extra=extra)
 
 
 Line = Annotated[str, _bound(maxLength=160)]

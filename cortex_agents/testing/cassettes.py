@@ -34,8 +34,9 @@ from cortex_agents.errors import InvalidArgument
 from cortex_agents.testing.network import network_blocked
 
 if TYPE_CHECKING:
-    import vcr
-    from vcr.cassette import Cassette
+    # vcrpy ships no type information (no py.typed, no stubs): its objects are Any here.
+    import vcr  # type: ignore[import-untyped]
+    from vcr.cassette import Cassette  # type: ignore[import-untyped]
 
 __all__ = [
     "MATCH_ON",

@@ -13,9 +13,13 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cortex_agents.errors import CortexError
+
+if TYPE_CHECKING:
+    # The stubs declare `connect` on the C base class; the patched methods take its instances.
+    from _socket import socket as RawSocket
 
 __all__ = ["NetworkBlocked", "network_blocked"]
 
@@ -51,7 +55,7 @@ def network_blocked(allowed_hosts: Iterable[str] = ()) -> Iterator[None]:
     allowed = _addresses(allowed_hosts)
     real_connect, real_connect_ex = socket.socket.connect, socket.socket.connect_ex
 
-    def permitted(sock: socket.socket, address: Any) -> bool:
+    def permitted(sock: RawSocket, address: Any) -> bool:
         if sock.family == getattr(socket, "AF_UNIX", None):
             return True  # local IPC is not the network
         host = address[0] if isinstance(address, tuple) and address else address
@@ -63,16 +67,17 @@ def network_blocked(allowed_hosts: Iterable[str] = ()) -> Iterator[None]:
             "allow a local service with `allowed_hosts`"
         )
 
-    def refuse(sock: socket.socket, address: Any, *rest: Any) -> Any:
+    def refuse(sock: RawSocket, address: Any) -> None:
         if permitted(sock, address):
             return real_connect(sock, address)
         raise refusal(address)
 
-    def refuse_ex(sock: socket.socket, address: Any) -> Any:
+    def refuse_ex(sock: RawSocket, address: Any) -> int:
         if permitted(sock, address):
             return real_connect_ex(sock, address)
         raise refusal(address)
 
+    # Patching the class's methods is the point: every socket, whoever made it, is refused.
     socket.socket.connect = refuse  # type: ignore[method-assign]
     socket.socket.connect_ex = refuse_ex  # type: ignore[method-assign]
     try:

@@ -14,12 +14,12 @@ compact result), so the substrate records what each stage asked and got.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.prebuilt import ToolRuntime
 
@@ -28,9 +28,30 @@ from cortex_agents.substrate.events import ToolCallMade
 from cortex_agents.tools.journal import call_summary, tool_call_event
 from cortex_agents.tools.results import MAX_DEPTH, deeper_than, safe_repr, tool_error
 
-__all__ = ["ToolCall", "ToolLoopResult", "ToolPolicy", "run_tool_loop"]
+__all__ = ["LoopModel", "ToolCall", "ToolLoopResult", "ToolPolicy", "run_tool_loop"]
 
 ToolChoice = Literal["auto", "required", "none"] | str
+
+
+class _Invocable(Protocol):
+    def invoke(self, input: Sequence[BaseMessage], /) -> BaseMessage: ...
+
+
+class LoopModel(Protocol):
+    """What the loop calls on its model: a LangChain ``BaseChatModel`` is one.
+
+    ``bind_tools(tools, tool_choice=...)`` for the tool turns, ``invoke`` for
+    the answer turn (a wrapper such as
+    :class:`~cortex_agents.stages.structured.AnsweringModel` may add to either).
+    """
+
+    def bind_tools(self, tools: Sequence[BaseTool], /, *, tool_choice: Any = ...) -> _Invocable:
+        """The model with ``tools`` bound."""
+        ...
+
+    def invoke(self, input: Sequence[BaseMessage], /) -> BaseMessage:
+        """The model's reply to ``input``."""
+        ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -101,10 +122,10 @@ def _choice(choice: ToolChoice, names: set[str]) -> Any:
 
 
 def execute_call(
-    call: dict[str, Any],
+    call: Mapping[str, Any],
     catalog: dict[str, BaseTool],
     context: Any,
-    config: dict[str, Any] | None = None,
+    config: RunnableConfig | None = None,
 ) -> tuple[ToolMessage, ToolCall]:
     """Run one call from the model, or refuse it when its tool is not in the catalog."""
     name, call_id = call.get("name") or "", call.get("id") or ""
@@ -117,9 +138,9 @@ def execute_call(
             "tool_not_available",
             f"tool {name!r} is not available in this stage; available: {available}",
         )
-    injected = getattr(tool, "_injected_args_keys", frozenset())
+    injected: frozenset[str] = getattr(tool, "_injected_args_keys", frozenset())
     clean = {k: v for k, v in args.items() if k not in injected and k != "runtime"}
-    runtime = ToolRuntime(
+    runtime: ToolRuntime[Any, Any] = ToolRuntime(
         state={},
         context=context,
         config=config or {},
@@ -166,7 +187,7 @@ def _refused(call: Any, code: str, reason: str) -> tuple[ToolMessage, ToolCall]:
 
 
 def run_tool_loop(
-    model: BaseChatModel,
+    model: LoopModel,
     messages: Sequence[BaseMessage],
     *,
     tools: Sequence[BaseTool],
@@ -200,11 +221,10 @@ def run_tool_loop(
         sent = prepare(list(transcript)) if prepare is not None else transcript
         if turn < rounds:
             choice = _choice(policy.first if turn == 0 else policy.then, set(catalog))
-            answer = model.bind_tools(list(catalog.values()), tool_choice=choice).invoke(sent)
+            reply = model.bind_tools(list(catalog.values()), tool_choice=choice).invoke(sent)
         else:
-            answer = model.invoke(sent)
-        if not isinstance(answer, AIMessage):
-            answer = AIMessage(content=str(answer.content))
+            reply = model.invoke(sent)
+        answer = reply if isinstance(reply, AIMessage) else AIMessage(content=str(reply.content))
         asked = [*answer.tool_calls, *answer.invalid_tool_calls]
         # In the order the model made them (LangChain splits valid from invalid calls).
         made = answer.additional_kwargs.get("tool_calls") or []

@@ -186,7 +186,8 @@ def _inline(schema: dict[str, Any]) -> dict[str, Any]:
             return [walk(v) for v in node]
         return node
 
-    return walk(schema)
+    inlined: dict[str, Any] = walk(schema)  # a dict walks to a dict
+    return inlined
 
 
 _SHOWN_ID: Final = "^[A-Za-z][A-Za-z0-9_.-]{0,63}$"
