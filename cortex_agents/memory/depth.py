@@ -9,12 +9,10 @@ shallower. In a workflow a node's edges arrive right after it is scheduled,
 before anything depends on it, so nothing below it needs updating.
 
 **Versions.** A view of the index as of ``L`` events must read depths as
-they were then. Each node keeps the tick its current depth holds from; a
-node whose depth changed keeps its earlier ``(tick, depth)`` versions, and a
-view older than the current one reads from them. Writes go in the order
-history, tick, value, and a reader reads value before tick, so a reader
-without the lock sees either a current value it may use or a tick that sends
-it to the history.
+they were then. Each node keeps the tick its current depth holds from, its
+previous depth (in columns: most nodes change once), and any older versions
+in a small history; a view older than the current version reads the version
+it saw, under the owner's lock.
 """
 
 from __future__ import annotations
@@ -26,7 +24,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 import numpy.typing as npt
 
-from cortex_agents.memory.columns import Column
+from cortex_agents.memory.columns import NEVER, Column
 
 __all__ = ["Depths", "longest_paths"]
 
@@ -36,47 +34,57 @@ IntArray = npt.NDArray[np.int64]
 class Depths:
     """Depth of every node by ordinal, with its versions.
 
-    Changed only by its owner, under the owner's lock.
+    Changed only by its owner, under the owner's lock; :meth:`at` reads
+    versions older than the current one under that lock too.
 
     Attributes:
         value: The current depth of each node.
         since: The tick each current depth holds from.
-        history: ``node -> [(tick, depth), ...]`` for nodes whose depth changed
-            (every version, oldest first, the current one last).
+        prev_value: The depth before the current one (a node's depth usually
+            changes once, when its edges arrive after it was scheduled).
+        prev_since: The tick that one held from (:data:`NEVER`: no earlier version).
+        history: ``node -> [(tick, depth), ...]``: versions older still, oldest first.
     """
 
-    __slots__ = ("history", "since", "value")
+    __slots__ = ("history", "prev_since", "prev_value", "since", "value")
 
     def __init__(self) -> None:
         self.value = Column()
         self.since = Column()
+        self.prev_value = Column()
+        self.prev_since = Column()
         self.history: dict[int, list[tuple[int, int]]] = {}
 
     def add(self, tick: int, depth: int = 0) -> None:
         """The next node, of depth ``depth`` from ``tick`` on."""
         self.value.append(depth)
         self.since.append(tick)
+        self.prev_value.append(0)
+        self.prev_since.append(NEVER)
 
     def set(self, i: int, depth: int, tick: int) -> None:
         """Node ``i`` has depth ``depth`` from ``tick`` (>= every tick so far) on."""
-        old = int(self.value.data[i])
-        if old == depth:
+        if self.value.data[i] == depth:
             return
-        versions = self.history.get(i)
-        if versions is None:
-            versions = self.history[i] = [(int(self.since.data[i]), old)]
-        if versions[-1][0] == tick:  # changed again within the same event
-            versions[-1] = (tick, depth)
-        else:
-            versions.append((tick, depth))
-        self.since.data[i] = tick
-        self.value.data[i] = depth
+        if self.since.data[i] != tick:  # the current version becomes the previous one
+            if self.prev_since.data[i] != NEVER:
+                older = (int(self.prev_since.data[i]), int(self.prev_value.data[i]))
+                self.history.setdefault(i, []).append(older)
+            self.prev_value.data[i] = self.value.data[i]
+            self.prev_since.data[i] = self.since.data[i]
+            self.since.data[i] = tick
+        self.value.data[i] = depth  # (changed again within one event: only the value moves)
 
     def at(self, nodes: IntArray, length: int) -> IntArray:
-        """The depth of each node as of the first ``length`` events."""
-        depth = self.value.data[nodes]  # value before tick: see the module docstring
+        """The depth of each node as of the first ``length`` events (the owner's lock held)."""
+        depth = self.value.data[nodes]
         stale = np.flatnonzero(self.since.data[nodes] >= length)
-        for j in stale.tolist():
+        if not len(stale):
+            return depth
+        older = nodes[stale]
+        previous = self.prev_since.data[older] < length
+        depth[stale[previous]] = self.prev_value.data[older[previous]]
+        for j in stale[~previous].tolist():
             versions = self.history[int(nodes[j])]
             k = bisect_right(versions, (length - 1, np.iinfo(np.int64).max)) - 1
             depth[j] = versions[k][1]
@@ -90,28 +98,33 @@ class Depths:
         successors: Callable[[int], Iterable[int]],
     ) -> None:
         """Recompute the depth of ``start`` from its predecessors, then of what its change reaches."""
-        depth = self.value.data
         pending = deque([start])
         while pending:
             node = pending.popleft()
+            depth = self.value.data
             new = max((int(depth[p]) + 1 for p in predecessors(node)), default=0)
             if new != depth[node]:
                 self.set(node, new, tick)
-                depth = self.value.data
                 pending.extend(successors(node))
 
     def fork(self, n: int, length: int) -> Depths:
         """The depths of the first ``n`` nodes as of ``length`` events, for a forked index."""
         other = Depths()
-        other.value = self.value.copy(n)
-        other.since = self.since.copy(n)
-        for i, versions in self.history.items():
-            if i >= n:
-                continue
+        for name in self.__slots__[1:]:
+            setattr(other, name, getattr(self, name).copy(n))
+        other.history = {i: list(v) for i, v in self.history.items() if i < n}
+        for i in np.flatnonzero(other.since.data[:n] >= length).tolist():
+            versions = [*other.history.pop(i, [])]
+            if other.prev_since.data[i] != NEVER:
+                versions.append((int(other.prev_since.data[i]), int(other.prev_value.data[i])))
+            versions.append((int(other.since.data[i]), int(other.value.data[i])))
             kept = [v for v in versions if v[0] < length]
-            other.value.data[i], other.since.data[i] = kept[-1][1], kept[-1][0]
-            if len(kept) > 1:
-                other.history[i] = kept
+            other.since.data[i], other.value.data[i] = kept[-1]
+            other.prev_since.data[i], other.prev_value.data[i] = (
+                kept[-2] if len(kept) > 1 else (NEVER, 0)
+            )
+            if len(kept) > 2:
+                other.history[i] = kept[:-2]
         return other
 
 

@@ -128,7 +128,8 @@ class IndexView:
 
     def depths(self, nodes: IntArray) -> IntArray:
         """Each node's depth (longest path from a source of the graph) as of this view."""
-        return self.index.depths.at(nodes, self.length)
+        with self.index.lock:
+            return self.index.depths.at(nodes, self.length)
 
     def cone_edges(self, relation: str, cone: IntArray) -> tuple[IntArray, IntArray]:
         """The edges of ``relation`` out of ``cone`` nodes, as ``(from, to)`` ordinals.
