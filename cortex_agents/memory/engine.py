@@ -106,8 +106,8 @@ def _influence(
     cached = memo.influence.get(key)
     if cached is not None:
         return cached
-    import scipy.sparse as sp  # the influence prior only: kept off the import path
-    from scipy.sparse.linalg import spsolve_triangular
+    import scipy.sparse as sp  # type: ignore[import-untyped]  # (no stubs) influence only
+    from scipy.sparse.linalg import spsolve_triangular  # type: ignore[import-untyped]
 
     walk = _walk(index, relation, origin, memo)
     cone = np.concatenate(([origin], walk.nodes))
@@ -142,7 +142,7 @@ def _influence(
     solved = spsolve_triangular(
         system, rhs, lower=True, unit_diagonal=True, overwrite_A=True, overwrite_b=True
     )
-    result = solved[position[walk.nodes]]
+    result: FloatArray = np.asarray(solved, dtype=np.float64)[position[walk.nodes]]
     with memo.lock:
         memo.influence[key] = result
         memo.influence_computations += 1

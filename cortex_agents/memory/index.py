@@ -242,14 +242,13 @@ class MemoryIndex:
 
     # -- events --------------------------------------------------------------------------
     def _apply(self, event: Event, tick: int) -> None:
-        kind = type(event)
-        if kind is NodeScheduled:
+        if isinstance(event, NodeScheduled):
             if event.node_id in self.pos:
                 raise InvalidEvent(tick, f"the memory index already holds {event.node_id!r}")
             self._node(event.node_id, event.kind, event.at, tick)
-        elif kind is EdgeAdded:
+        elif isinstance(event, EdgeAdded):
             self._edge(self._known(event.source, tick), self._known(event.target, tick), tick)
-        elif kind is StageCompleted:
+        elif isinstance(event, StageCompleted):
             i = self._known(event.node_id, tick)
             if self.settled_tick.data[i] != NEVER:
                 raise InvalidEvent(tick, f"the memory index already settled {event.node_id!r}")
@@ -257,12 +256,12 @@ class MemoryIndex:
             self.completed_tick.data[i] = tick
             self.settled_tick.data[i] = tick
             self._ready(i, event.output, tick)
-        elif kind is EdgeRemoved:
+        elif isinstance(event, EdgeRemoved):
             self._unlink(self._known(event.source, tick), self._known(event.target, tick), tick)
-        elif kind in _NODE_EVENTS:
+        elif isinstance(event, _NODE_EVENTS):
             self._known(event.node_id, tick)  # status only: views read it from the state
-        elif kind not in _IGNORED:
-            raise InvalidEvent(tick, f"the memory index cannot apply {kind.__name__}")
+        elif not isinstance(event, _IGNORED):
+            raise InvalidEvent(tick, f"the memory index cannot apply {type(event).__name__}")
 
     def _known(self, node_id: str, tick: int) -> int:
         i = self.pos.get(node_id)
@@ -368,7 +367,7 @@ class MemoryIndex:
                 self._asked.popitem(last=False)
             if asked < 2:
                 return None
-            import scipy.sparse as sp
+            import scipy.sparse as sp  # type: ignore[import-untyped]  # scipy ships no stubs
 
             live = np.ones(edges, dtype=bool)
             live[self.removal_edges[:removals]] = False

@@ -98,10 +98,10 @@ def query_reference(
         for relation in relations:  # summed in the graph's canonical order, reversed for ancestors
             order = canonical if relation is forward else canonical[::-1]
             influence = dag_random_walk_influence(relation, origin_id, spec.alpha, order=order)
-            for node in hops:
-                graph[node] = max(graph.get(node, 0.0), influence[node])
+            for candidate in hops:
+                graph[candidate] = max(graph.get(candidate, 0.0), influence[candidate])
     else:
-        graph = {node: hop_decay(h) for node, h in hops.items()}
+        graph = {candidate: hop_decay(h) for candidate, h in hops.items()}
 
     reference_time = to_micros(snapshot.captured_at)
     matches = []

@@ -136,7 +136,8 @@ class MemorySnapshot:
         """The index view the vectorised engine reads (see the module docstring)."""
         from cortex_agents.memory.index import MEMORY_INDEX, MemoryIndex
 
-        log = self.__dict__.get("_log")
+        log: SubstrateLog | None = self.__dict__.get("_log")
         if log is not None:
-            return log.derived(MEMORY_INDEX, MemoryIndex)
+            view: IndexView = log.derived(MEMORY_INDEX, MemoryIndex)
+            return view
         return MemoryIndex.of_snapshot(self)

@@ -151,7 +151,7 @@ class IndexView:
 
 def _compiled_walk(adjacency: Any, origin: int) -> tuple[IntArray, IntArray]:
     """:meth:`IndexView.walk` by scipy's compiled BFS; hops by pointer jumping on its tree."""
-    from scipy.sparse.csgraph import breadth_first_order
+    from scipy.sparse.csgraph import breadth_first_order  # type: ignore[import-untyped]
 
     order, predecessors = breadth_first_order(
         adjacency, origin, directed=True, return_predecessors=True
