@@ -298,15 +298,13 @@ def run_memory_query(
 def _memory_query_tool(presets: PresetRegistry, budget: int) -> StructuredTool:
     """The tool as a stage runs it: its handle is ``runtime.context.memory``."""
     names = tuple(sorted(presets))
-    preset_names = Literal.__getitem__(
-        names
-    )  # the schema lists the presets: a model can only pick one
+    # the schema lists the presets: a model can only pick one
+    preset_names = Literal.__getitem__(names)
+    described = Field(description="Named query preset; default: this stage's own.")
 
     class _Input(MemoryQueryArgs):
-        preset: Annotated[
-            preset_names | None,  # type: ignore[valid-type]
-            Field(description="Named query preset; default: this stage's own."),
-        ] = None
+        # a Literal of this registry's names, built at run time: no static type can say it
+        preset: Annotated[preset_names | None, described] = None  # type: ignore[valid-type]
         runtime: ToolRuntime[Any, Any]
 
         model_config = ConfigDict(extra="forbid", strict=True, arbitrary_types_allowed=True)
