@@ -183,7 +183,8 @@ def cosine_axis(rows: Matrix, query: Vector) -> npt.NDArray[np.float64]:
     Both engines call this (the reference with one row), so they agree bit for bit.
     """
     products = np.ascontiguousarray(rows, dtype=np.float64) * query.astype(np.float64)
-    return np.maximum(products.sum(axis=1), 0.0)
+    axis: npt.NDArray[np.float64] = np.maximum(products.sum(axis=1), 0.0)
+    return axis
 
 
 class EmbeddingScorer:
@@ -250,7 +251,7 @@ class EmbeddingScorer:
         if not text:
             return np.zeros(1, dtype=np.float32)
         raw = np.asarray(self.embedder.embed_query(text), dtype=np.float32).reshape(1, -1)
-        vector = _unit_rows(raw, 1, "query embedding")[0]
+        vector: npt.NDArray[np.float32] = _unit_rows(raw, 1, "query embedding")[0]
         with self._lock:
             self.embedded += 1
             self._queries[text] = vector

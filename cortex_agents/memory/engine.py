@@ -38,7 +38,7 @@ from cortex_agents.memory.embedding import VectorScorer
 from cortex_agents.memory.match import Match, Ranking
 from cortex_agents.memory.scorers import Blend
 from cortex_agents.memory.scoring import MICROS_PER_SECOND, clamp_axis
-from cortex_agents.memory.semantic import TokenJaccard
+from cortex_agents.memory.semantic import SemanticScorer, TokenJaccard
 from cortex_agents.memory.snapshot import MemorySnapshot
 from cortex_agents.memory.spec import Query, WalkSpec
 from cortex_agents.timestamps import to_micros
@@ -107,7 +107,7 @@ def _influence(
     if cached is not None:
         return cached
     import scipy.sparse as sp  # type: ignore[import-untyped]  # (no stubs) influence only
-    from scipy.sparse.linalg import spsolve_triangular  # type: ignore[import-untyped]
+    from scipy.sparse.linalg import spsolve_triangular  # type: ignore[import-untyped]  # no stubs
 
     walk = _walk(index, relation, origin, memo)
     cone = np.concatenate(([origin], walk.nodes))
@@ -187,11 +187,11 @@ def _merged(
 
 
 def _beyond_boundary(
-    index: IndexView, spec: WalkSpec, origin: int, memo: QueryMemo
+    index: IndexView, spec: WalkSpec, boundary_kind: str, origin: int, memo: QueryMemo
 ) -> npt.NDArray[np.bool_]:
-    """Mask of nodes strictly beyond the nearest ``past_boundary`` nodes, per relation."""
+    """Mask of nodes strictly beyond the nearest ``boundary_kind`` nodes, per relation."""
     beyond = np.zeros(index.n, dtype=bool)
-    kind = index.kind_id(spec.past_boundary)  # type: ignore[arg-type]
+    kind = index.kind_id(boundary_kind)
     if kind is None:
         return beyond
     for relation in _RELATIONS[spec.direction]:
@@ -205,7 +205,9 @@ def _beyond_boundary(
     return beyond
 
 
-def _scorer_axis(fields: FieldsView, scorer: object, text: str, nodes: IntArray) -> FloatArray:
+def _scorer_axis(
+    fields: FieldsView, scorer: SemanticScorer, text: str, nodes: IntArray
+) -> FloatArray:
     """The clamped semantic axis of ``nodes`` under ``scorer``, vectorised where it can be."""
     if type(scorer) is TokenJaccard:  # exactly ours: a subclass may score differently
         return fields.jaccard(text, nodes)
@@ -217,7 +219,7 @@ def _scorer_axis(fields: FieldsView, scorer: object, text: str, nodes: IntArray)
     if isinstance(scorer, VectorScorer):
         return fields.cosine(scorer, text, nodes)
     return np.fromiter(
-        (clamp_axis(scorer(text, fields.body(i))) for i in nodes.tolist()),  # type: ignore[operator]
+        (clamp_axis(scorer(text, fields.body(i))) for i in nodes.tolist()),
         np.float64,
         len(nodes),
     )
@@ -291,7 +293,7 @@ def rank_vectorised(
     if spec.max_distance is not None:
         keep &= hops <= spec.max_distance
     if spec.past_boundary is not None:
-        keep &= _beyond_boundary(index, spec, start, memo)[nodes]
+        keep &= _beyond_boundary(index, spec, spec.past_boundary, start, memo)[nodes]
     if spec.scope == "settled_only":
         keep &= index.settled(nodes)
     if query.kinds is not None:

@@ -129,7 +129,8 @@ class ScorerEntry:
 def _import(reference: str) -> Callable[[], SemanticScorer]:
     module_name, _, attr = reference.partition(":")
     module = importlib.import_module(module_name)
-    return getattr(module, attr)  # type: ignore[no-any-return]
+    factory: Callable[[], SemanticScorer] = getattr(module, attr)  # what the entry names
+    return factory
 
 
 class ScorerRegistry(Mapping[str, ScorerEntry]):
@@ -226,6 +227,7 @@ class ScorerRegistry(Mapping[str, ScorerEntry]):
         else:
             try:
                 factory = _import(entry.load) if isinstance(entry.load, str) else entry.load
+                # not None: an entry gives exactly one of scorer, load, parts
                 scorer = factory()  # type: ignore[misc]
             except ScorerUnavailable:
                 raise

@@ -34,6 +34,11 @@ if TYPE_CHECKING:
 __all__ = ["MemorySnapshot"]
 
 
+def _edge(source: str, target: str) -> EdgeRecord:
+    """An edge given as a ``(source, target)`` pair of node ids."""
+    return EdgeRecord(NodeId(source), NodeId(target))
+
+
 @dataclass(frozen=True, eq=False)
 class MemorySnapshot:
     """Settled state bound at stage entry.
@@ -96,7 +101,7 @@ class MemorySnapshot:
             table[node.id] = node
         if problems:
             raise InvalidSnapshot(problems)
-        records = tuple(e if isinstance(e, EdgeRecord) else EdgeRecord(*e) for e in edges)
+        records = tuple(e if isinstance(e, EdgeRecord) else _edge(*e) for e in edges)
         return cls(captured_at, MappingProxyType(table), records, run_id)
 
     @classmethod

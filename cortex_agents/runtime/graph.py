@@ -176,7 +176,7 @@ class WireGraph:
         self.vocabulary = wire.vocabulary()
         self.frontiers = _Frontiers()
 
-    def build(self) -> StateGraph:
+    def build(self) -> StateGraph[RunState, None, RunState, RunState]:
         """The uncompiled graph (compile it with ``checkpointer=saver``)."""
         graph = StateGraph(RunState)
         graph.add_node(SCHEDULER, self.scheduler)
@@ -273,8 +273,9 @@ class WireGraph:
         """The ``Send`` of each entry; their frontier logs are remembered for the stages."""
         if not entries:
             return []
-        graph = [len(log), frontier_tag(log)]
-        self.frontiers.put((thread_id, *graph), log)  # type: ignore[arg-type]
+        length, tag = len(log), frontier_tag(log)
+        graph = [length, tag]
+        self.frontiers.put((thread_id, length, tag), log)
         nodes = log.state.nodes
         out = []
         for entry in entries:
@@ -392,7 +393,7 @@ class WireGraph:
         config: RunnableConfig,
         seen: SubstrateLog,
         events: list[Event],
-    ) -> Command:
+    ) -> Command[str]:
         """What a stage's task writes, and where the run goes next.
 
         A stage that shares its superstep goes back to the scheduler. A solo
@@ -413,15 +414,19 @@ class WireGraph:
         goto = self.sends(result.log, result.sends, thread_id, payload.get("input"))
         return Command(update=update, goto=goto)
 
-    def stage_node(self, kind: StageKind) -> RunnableLambda:
-        """The LangGraph node that runs stages of one kind (sync and async)."""
+    def stage_node(self, kind: StageKind) -> RunnableLambda[Any, Command[str]]:
+        """The LangGraph node that runs stages of one kind (sync and async).
 
-        def run(payload: dict[str, Any], config: RunnableConfig) -> Command:
+        Its input is a ``Send``'s payload (``stage``, ``frontier``, ``tag``, ...), not
+        the run's state, which a LangGraph node's type cannot say: hence ``Any``.
+        """
+
+        def run(payload: dict[str, Any], config: RunnableConfig) -> Command[str]:
             ctx, seen, follows = self.context(payload, config)
             events = execute_stage(kind.fn, ctx, payload["frontier"], state=follows)
             return self.finish(payload, config, seen, events)
 
-        async def arun(payload: dict[str, Any], config: RunnableConfig) -> Command:
+        async def arun(payload: dict[str, Any], config: RunnableConfig) -> Command[str]:
             ctx, seen, follows = self.context(payload, config)
             events = await aexecute_stage(kind.fn, ctx, payload["frontier"], state=follows)
             return self.finish(payload, config, seen, events)
@@ -435,7 +440,7 @@ def build_graph(
     clock: Clock,
     services: Mapping[str, Any] | None = None,
     scratch: Any = None,
-) -> StateGraph:
+) -> StateGraph[RunState, None, RunState, RunState]:
     """The uncompiled graph of a wire (compile it with ``checkpointer=saver``).
 
     ``services`` (e.g. a ``chat_model``) reach every stage as ``ctx.extras``;

@@ -219,7 +219,7 @@ class GraphBoundTool(BaseTool):
         """The wrapped tool's schema: what the model is shown."""
         return self.inner.tool_call_schema
 
-    def _run(self, runtime: ToolRuntime[Any, Any], **arguments: Any) -> ToolMessage | Command:
+    def _run(self, runtime: ToolRuntime[Any, Any], **arguments: Any) -> ToolMessage | Command[Any]:
         call_id = str(runtime.tool_call_id or "")
         context = runtime.context
         if _is_stage_context(context):
@@ -252,7 +252,7 @@ class GraphBoundTool(BaseTool):
     def _delegate(
         self, arguments: dict[str, Any], runtime: ToolRuntime[Any, Any], context: Any, call_id: str
     ) -> ToolMessage:
-        inner_runtime = ToolRuntime(
+        inner_runtime: ToolRuntime[Any, Any] = ToolRuntime(
             state={},
             context=context,
             config=runtime.config,
