@@ -111,6 +111,7 @@ def document_events(document: SnapshotDocument) -> list[Event]:
         if fact.decision == "admitted":
             events += [
                 RewriteAdmitted(fact=fact, at=at),
+                # an admitted decision has its id (the reader checks it)
                 RewriteApplied(rewrite_id=fact.rewrite_id, at=at),  # type: ignore[arg-type]
             ]
         else:

@@ -153,10 +153,11 @@ def _speaks_openai(model: Any) -> bool:
     return isinstance(model, BaseChatOpenAI)
 
 
-def _checked(value: object, field_name: str) -> str:
-    if value not in FORMS:
-        raise InvalidArgument(field_name, f"must be one of {list(FORMS)}", value)
-    return str(value)
+def _checked(value: object, field_name: str) -> Form | Literal["auto"]:
+    for form in FORMS:
+        if value == form:
+            return form
+    raise InvalidArgument(field_name, f"must be one of {list(FORMS)}", value)
 
 
 def structured_form(
@@ -176,8 +177,8 @@ def structured_form(
         (services.get(STRUCTURED_OUTPUT), f"services.{STRUCTURED_OUTPUT}"),
         (env.get(ENV) or None, f"${ENV}"),
     ):
-        if value is not None and _checked(value, where) != "auto":
-            return value  # type: ignore[return-value]
+        if value is not None and (form := _checked(value, where)) != "auto":
+            return form
     return "json_schema" if _speaks_openai(model) else "off"
 
 

@@ -126,7 +126,7 @@ class SubstrateLog(Sequence[Event]):
             return True
         return all(a == b for a, b in zip(self, other, strict=True))
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # equal by value, not hashable
 
     def __repr__(self) -> str:
         return f"SubstrateLog(<{self._length} events>)"

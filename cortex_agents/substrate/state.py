@@ -84,7 +84,7 @@ class AppendOnly(Sequence[T], Generic[T]):
             return tuple(self) == tuple(other)
         return NotImplemented
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # equal by value, not hashable
 
     def __repr__(self) -> str:
         return f"AppendOnly({list(self)!r})"
@@ -140,7 +140,7 @@ class NodeTable(Mapping[NodeId, NodeRecord]):
             return self._order == other._order and self._map == other._map
         return super().__eq__(other)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # equal by value, not hashable
 
     def __repr__(self) -> str:
         return f"NodeTable({list(self._order)!r})"
@@ -202,7 +202,7 @@ class GraphState:
                 node_id=n.id,
                 kind=n.kind,
                 output=n.output,
-                completed_at=n.completed_at,  # type: ignore[arg-type]
+                completed_at=n.completed_at,  # type: ignore[arg-type]  # settled: it is set
                 tags=n.tags,
             )
             for n in self.nodes.values()

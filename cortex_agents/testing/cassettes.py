@@ -198,6 +198,8 @@ def use_cassette(
         return replay(path, config=config, allowed_hosts=allowed_hosts)
     if mode in {"all", "rewrite"}:
         return record(path, mode="all", config=config)
-    if mode in {"once", "new_episodes"}:
-        return record(path, mode=mode, config=config)  # type: ignore[arg-type]
+    if mode == "once":
+        return record(path, mode="once", config=config)
+    if mode == "new_episodes":
+        return record(path, mode="new_episodes", config=config)
     raise InvalidArgument("record_mode", f"must be one of {', '.join(RECORD_MODES)}", mode)
