@@ -44,9 +44,10 @@ def _default_paths() -> tuple[Path, Path, str]:
 
 @functools.cache
 def _session(model: Path, tokenizer: Path, sha256: str | None) -> tuple[Any, Any, str]:
-    # onnxruntime ships no py.typed (its session is Any here; the results go through np.asarray).
+    # No type information: onnxruntime (its session is Any here; results go through np.asarray),
+    # and tokenizers on the [minilm] floor (0.15.2; current releases are typed).
     import onnxruntime as ort  # type: ignore[import-untyped]
-    from tokenizers import Tokenizer
+    from tokenizers import Tokenizer  # type: ignore[import-untyped, unused-ignore]
 
     data = model.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
