@@ -48,7 +48,7 @@ from cortex_agents.persistence.saver import CortexSaver
 from cortex_agents.persistence.urls import is_postgres_url
 from cortex_agents.persistence.wrap import require_substrate_saver
 from cortex_agents.runtime.clock import Clock, utc_clock
-from cortex_agents.runtime.graph import WireGraph
+from cortex_agents.runtime.graph import RunState, WireGraph
 from cortex_agents.runtime.wire import Wire
 from cortex_agents.runtime.wire_file import load_wire
 from cortex_agents.substrate.log import SubstrateLog
@@ -62,6 +62,9 @@ __all__ = [
     "served_database",
     "server_graph",
 ]
+
+ServedGraph = Pregel[RunState, None, RunState, RunState]
+"""A wire compiled for the server (its state is the runtime's :class:`RunState`)."""
 
 DB_ENV = "CORTEX_SERVER_DB"
 """The environment variable naming the server's database (a SQLite path or a postgresql:// URL)."""
@@ -112,7 +115,7 @@ def server_graph(
     *,
     services: Mapping[str, Any] | None = None,
     clock: Clock = utc_clock,
-) -> Pregel:
+) -> ServedGraph:
     """A wire compiled for LangGraph Server: no checkpointer of its own, its recursion limit set.
 
     Args:
@@ -121,12 +124,12 @@ def server_graph(
             ``chat_model``; default: each LLM stage builds one from the environment).
         clock: The source of recorded times.
     """
-    wiring = WireGraph(wire, _FRONTIERS, clock, services)  # type: ignore[arg-type]
+    wiring = WireGraph(wire, _FRONTIERS, clock, services)
     limit = 4 * (len(wire.stages) + wire.budget.nodes) + 16  # as Runtime.config
     return wiring.build().compile(name=wire.name).with_config(recursion_limit=limit)
 
 
-def _served(file: str) -> Pregel:
+def _served(file: str) -> ServedGraph:
     return server_graph(load_wire(bundled_path("graphs", file)))
 
 
@@ -136,7 +139,7 @@ _FANOUT = _served("fanout_demo.py")
 _CLAIM_REVIEW = _served("claim_review.py")
 
 
-def fanout_demo(config: RunnableConfig) -> Pregel:
+def fanout_demo(config: RunnableConfig) -> ServedGraph:
     """The fan-out demo wire (``graphs/fanout_demo.py``), for the server.
 
     Raises:
@@ -146,7 +149,7 @@ def fanout_demo(config: RunnableConfig) -> Pregel:
     return _FANOUT
 
 
-def claim_review(config: RunnableConfig) -> Pregel:
+def claim_review(config: RunnableConfig) -> ServedGraph:
     """The claim-review wire (``graphs/claim_review.py``; LLM stages), for the server.
 
     Raises:

@@ -13,7 +13,12 @@ from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 from cortex_agents.errors import StorageError
-from cortex_agents.persistence.locks import FileLocks, PostgresLocks, ProcessLocks
+from cortex_agents.persistence.locks import (
+    FileLocks,
+    PostgresLocks,
+    ProcessLocks,
+    scalar,
+)
 from cortex_agents.persistence.memory import InMemorySubstrateStore
 from cortex_agents.persistence.saver import DEFAULT_CHANNEL, CortexSaver
 from cortex_agents.persistence.sql import (
@@ -66,7 +71,7 @@ def postgres_setup_lock(url: str, *, timeout: float = SETUP_TIMEOUT_S) -> Iterat
 
     with postgres_reachable(url), psycopg.connect(url, autocommit=True) as conn:
         started = time.monotonic()
-        while not conn.execute(f"SELECT pg_try_advisory_lock({_SETUP_KEY})").fetchone()[0]:
+        while not scalar(conn.execute(f"SELECT pg_try_advisory_lock({_SETUP_KEY})")):
             if time.monotonic() - started > timeout:
                 raise StorageError(
                     "busy",
@@ -173,10 +178,10 @@ def check_writable(db: str | Path, *, adopt: bool = False, check_integrity: bool
         require_postgres_extra()
         import psycopg
 
-        with postgres_reachable(str(db)), psycopg.connect(str(db)) as conn:
-            ours = conn.execute("SELECT to_regclass(%s)", (_MARKER,)).fetchone()[0]
+        with postgres_reachable(str(db)), psycopg.connect(str(db)) as pg:
+            ours = scalar(pg.execute("SELECT to_regclass(%s)", (_MARKER,)))
             if ours is None and not adopt:
-                rows = conn.execute(
+                rows = pg.execute(
                     "SELECT table_name FROM information_schema.tables "
                     "WHERE table_schema = current_schema() ORDER BY table_name"
                 ).fetchall()
@@ -242,16 +247,16 @@ def open_saver(
         from langgraph.checkpoint.postgres import PostgresSaver
 
         with postgres_reachable(str(db)):
-            store = PostgresSubstrateStore(str(db))
+            pg_store = PostgresSubstrateStore(str(db))
         try:
-            with PostgresSaver.from_conn_string(str(db)) as inner:
+            with PostgresSaver.from_conn_string(str(db)) as pg_inner:
                 # LangGraph's migrations are not safe to run twice at once
                 with postgres_setup_lock(str(db)):
-                    store.setup()
-                    inner.setup()
-                yield CortexSaver(inner, store, channel=channel, locks=PostgresLocks(str(db)))
+                    pg_store.setup()
+                    pg_inner.setup()
+                yield CortexSaver(pg_inner, pg_store, channel=channel, locks=PostgresLocks(str(db)))
         finally:
-            store.close()
+            pg_store.close()
         return
     from langgraph.checkpoint.sqlite import SqliteSaver
 
@@ -283,19 +288,19 @@ async def aopen_saver(
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
         with postgres_reachable(str(db)):
-            store = PostgresSubstrateStore(str(db))
+            pg_store = PostgresSubstrateStore(str(db))
         try:
-            async with AsyncPostgresSaver.from_conn_string(str(db)) as inner:
+            async with AsyncPostgresSaver.from_conn_string(str(db)) as pg_inner:
                 lock = postgres_setup_lock(str(db))
                 await asyncio.to_thread(lock.__enter__)
                 try:
-                    await asyncio.to_thread(store.setup)
-                    await inner.setup()
+                    await asyncio.to_thread(pg_store.setup)
+                    await pg_inner.setup()
                 finally:
                     await asyncio.to_thread(lock.__exit__, None, None, None)
-                yield CortexSaver(inner, store, channel=channel, locks=PostgresLocks(str(db)))
+                yield CortexSaver(pg_inner, pg_store, channel=channel, locks=PostgresLocks(str(db)))
         finally:
-            store.close()
+            pg_store.close()
         return
     import aiosqlite
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver

@@ -34,10 +34,11 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
-from cortex_agents.errors import ThreadBusy
+from cortex_agents.errors import StorageError, ThreadBusy
 
 __all__ = ["FileLocks", "PostgresLocks", "ProcessLocks", "ThreadLocks"]
 
@@ -45,6 +46,27 @@ _POLL: Final = 0.02
 _OFD: Final = hasattr(fcntl, "F_OFD_SETLK")
 # struct flock on 64-bit Linux: l_type, l_whence, l_start, l_len, l_pid (0 for OFD locks), padding
 _FLOCK: Final = struct.Struct("hhqqi4x")
+
+
+def scalar(cursor: Any) -> Any:
+    """The single value of a one-row, one-column result (a cursor of ``SELECT f(...)``)."""
+    row = cursor.fetchone()
+    if row is None:
+        raise StorageError("integrity", "a single-value query returned no row")
+    return row[0]
+
+
+def try_advisory_lock(conn: Any, key: int) -> bool:
+    """Take Postgres's session advisory lock ``key`` if free (psycopg connection, autocommit)."""
+    return bool(scalar(conn.execute("SELECT pg_try_advisory_lock(%s)", (key,))))
+
+
+@dataclass(slots=True)
+class _Entry:
+    """One key's lock and how many hold or wait for it."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    users: int = 0
 
 
 class _Guards:
@@ -56,7 +78,7 @@ class _Guards:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._entries: dict[object, list] = {}  # key -> [lock, users]
+        self._entries: dict[object, _Entry] = {}
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -64,9 +86,9 @@ class _Guards:
     def acquire(self, key: object, timeout: float | None) -> bool:
         """Take the key's lock (waiting up to ``timeout`` seconds; ``None``: forever)."""
         with self._lock:
-            entry = self._entries.setdefault(key, [threading.Lock(), 0])
-            entry[1] += 1
-        if entry[0].acquire(timeout=-1 if timeout is None else timeout):
+            entry = self._entries.setdefault(key, _Entry())
+            entry.users += 1
+        if entry.lock.acquire(timeout=-1 if timeout is None else timeout):
             return True
         self._leave(key, entry)
         return False
@@ -75,13 +97,13 @@ class _Guards:
         """Release the key's lock (dropping it when nobody else holds or waits)."""
         with self._lock:
             entry = self._entries[key]
-        entry[0].release()
+        entry.lock.release()
         self._leave(key, entry)
 
-    def _leave(self, key: object, entry: list) -> None:
+    def _leave(self, key: object, entry: _Entry) -> None:
         with self._lock:
-            entry[1] -= 1
-            if entry[1] == 0 and self._entries.get(key) is entry:
+            entry.users -= 1
+            if entry.users == 0 and self._entries.get(key) is entry:
                 del self._entries[key]
 
 
@@ -199,7 +221,7 @@ class PostgresLocks(ThreadLocks):
 
         key = _key(thread_id)
         with psycopg.connect(self.url, autocommit=True) as conn:
-            while not conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
+            while not try_advisory_lock(conn, key):
                 if timeout is not None and time.monotonic() - started >= timeout:
                     raise ThreadBusy(thread_id, time.monotonic() - started)
                 time.sleep(_POLL)

@@ -26,7 +26,7 @@ class _Tables:
     nodes: dict[int, tuple[int, int, str]] = field(default_factory=dict)
     node_keys: dict[tuple[int, str], int] = field(default_factory=dict)
     edges: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
-    ids: itertools.count = field(default_factory=lambda: itertools.count(1))
+    ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
 
 class _MemoryTransaction(Transaction):
@@ -116,8 +116,8 @@ class _MemoryTransaction(Transaction):
         for table in (self.t.events, self.t.edges):
             for key in [k for k in table if k[0] in gone]:
                 del table[key]
-        for key in [k for k, row in self.t.nodes.items() if row[0] in gone]:
-            branch, _, node_id = self.t.nodes.pop(key)
+        for row_key in [k for k, row in self.t.nodes.items() if row[0] in gone]:
+            branch, _, node_id = self.t.nodes.pop(row_key)
             del self.t.node_keys[(branch, node_id)]
         for branch in doomed:
             del self.t.branches[branch]

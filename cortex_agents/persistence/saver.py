@@ -41,8 +41,8 @@ import inspect
 import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager
-from typing import Any
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
+from typing import Any, Protocol, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -51,6 +51,7 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    DeltaChannelHistory,
 )
 
 from cortex_agents.errors import InvalidArgument
@@ -62,6 +63,16 @@ __all__ = ["DEFAULT_CHANNEL", "CortexSaver"]
 
 DEFAULT_CHANNEL = "substrate"
 _Key = tuple[str, str, str]
+
+
+class _JointStore(Protocol):
+    """A substrate store on the inner saver's own connection (:func:`open_saver`'s SQLite pair)."""
+
+    conn: Any
+
+    def atomic(self, serde: Any) -> AbstractContextManager[BaseCheckpointSaver[str]]:
+        """One transaction for substrate rows and checkpoints (a saver whose writes join it)."""
+        ...
 
 
 def _ids(config: RunnableConfig) -> tuple[str, str, str | None]:
@@ -88,7 +99,7 @@ class CortexSaver(BaseCheckpointSaver[str]):
 
     def __init__(
         self,
-        inner: BaseCheckpointSaver,
+        inner: BaseCheckpointSaver[str],
         store: SubstrateStore,
         *,
         channel: str = DEFAULT_CHANNEL,
@@ -109,7 +120,7 @@ class CortexSaver(BaseCheckpointSaver[str]):
     @classmethod
     def wrap(
         cls,
-        saver: BaseCheckpointSaver,
+        saver: BaseCheckpointSaver[str],
         *,
         channel: str = DEFAULT_CHANNEL,
         database: str | None = None,
@@ -173,7 +184,7 @@ class CortexSaver(BaseCheckpointSaver[str]):
 
     # -- delegation ----------------------------------------------------------------------
     @property
-    def config_specs(self) -> list:
+    def config_specs(self) -> list[Any]:
         """The inner saver's configurable fields."""
         return self.inner.config_specs
 
@@ -215,8 +226,9 @@ class CortexSaver(BaseCheckpointSaver[str]):
         return sizes
 
     def _rehydrate(self, tup: CheckpointTuple | None) -> CheckpointTuple | None:
-        if tup is None:
-            return None
+        return None if tup is None else self._rehydrate_one(tup)
+
+    def _rehydrate_one(self, tup: CheckpointTuple) -> CheckpointTuple:
         values = tup.checkpoint["channel_values"]
         cursor = Cursor.decode(values.get(self.channel))
         if cursor is None:
@@ -225,7 +237,7 @@ class CortexSaver(BaseCheckpointSaver[str]):
         log = self.store.read(thread_id, ns, cursor)
         if checkpoint_id is not None:
             self._remember((thread_id, ns, checkpoint_id), cursor, log)
-        checkpoint = {**tup.checkpoint, "channel_values": {**values, self.channel: log}}
+        checkpoint: Checkpoint = {**tup.checkpoint, "channel_values": {**values, self.channel: log}}
         return tup._replace(checkpoint=checkpoint)
 
     def _parent_from(self, key: _Key, tup: CheckpointTuple | None) -> tuple[Cursor, SubstrateLog]:
@@ -302,26 +314,29 @@ class CortexSaver(BaseCheckpointSaver[str]):
                 parent = self._recall(key) or self._parent_from(
                     key, self.inner.get_tuple(self._parent_config(key))
                 )
-            if self._shares_connection():
+            joint_store = self._joint_store()
+            if joint_store is not None:
                 # one transaction, one sync: the events and the checkpoint commit together
-                with self.store.atomic(self.inner.serde) as joint:  # type: ignore[attr-defined]
+                with joint_store.atomic(self.inner.serde) as joint:
                     stored = self._store_value(config, checkpoint, parent)
                     return joint.put(config, stored, metadata, new_versions)
             checkpoint = self._store_value(config, checkpoint, parent)
         return self.inner.put(config, checkpoint, metadata, new_versions)
 
-    def _shares_connection(self) -> bool:
-        """Whether the store can hold the inner saver's writes in its own transaction.
+    def _joint_store(self) -> _JointStore | None:
+        """The store, if it can hold the inner saver's writes in its own transaction.
 
-        True for :func:`open_saver`'s SQLite pair (one connection): then a put
-        costs one commit instead of two.
+        So it can for :func:`open_saver`'s SQLite pair (one connection): then a
+        put costs one commit instead of two.
         """
         conn = getattr(self.store, "conn", None)
-        return (
+        if (
             conn is not None
             and hasattr(self.store, "atomic")
             and getattr(self.inner, "conn", None) is conn
-        )
+        ):
+            return cast(_JointStore, self.store)
+        return None
 
     def put_writes(
         self,
@@ -345,7 +360,7 @@ class CortexSaver(BaseCheckpointSaver[str]):
 
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
-    ) -> Mapping:
+    ) -> Mapping[str, DeltaChannelHistory]:
         """Delegated: the substrate channel is not a delta channel."""
         return self.inner.get_delta_channel_history(config=config, channels=channels)
 
@@ -368,7 +383,7 @@ class CortexSaver(BaseCheckpointSaver[str]):
             t async for t in self.inner.alist(config, filter=filter, before=before, limit=limit)
         ]
         for tup in tuples:
-            yield await asyncio.to_thread(self._rehydrate, tup)  # type: ignore[misc]
+            yield await asyncio.to_thread(self._rehydrate_one, tup)
 
     async def aput(
         self,
@@ -383,8 +398,15 @@ class CortexSaver(BaseCheckpointSaver[str]):
             parent = (EMPTY_CURSOR, SubstrateLog())
             if parent_id is not None:
                 key = (thread_id, ns, parent_id)
-                parent = self._recall(key) or await asyncio.to_thread(
-                    self._parent_from, key, await self.inner.aget_tuple(self._parent_config(key))
+                known = self._recall(key)
+                parent = (
+                    known
+                    if known is not None
+                    else await asyncio.to_thread(
+                        self._parent_from,
+                        key,
+                        await self.inner.aget_tuple(self._parent_config(key)),
+                    )
                 )
             checkpoint = await asyncio.to_thread(self._store_value, config, checkpoint, parent)
         return await self.inner.aput(config, checkpoint, metadata, new_versions)
@@ -407,7 +429,7 @@ class CortexSaver(BaseCheckpointSaver[str]):
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
-    ) -> Mapping:
+    ) -> Mapping[str, DeltaChannelHistory]:
         """Delegated: the substrate channel is not a delta channel."""
         return await self.inner.aget_delta_channel_history(config=config, channels=channels)
 

@@ -26,9 +26,12 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+
+if TYPE_CHECKING:
+    from psycopg import Connection
 
 from cortex_agents.errors import InvalidArgument, StorageError
 from cortex_agents.persistence.schema import Dialect, migrate
@@ -154,11 +157,12 @@ def sqlite_connect(
     *,
     synchronous: Synchronous = "FULL",
     busy_timeout_ms: int = 5000,
-    isolation_level: str | None = "",
+    isolation_level: Literal["DEFERRED", "EXCLUSIVE", "IMMEDIATE"] | None = "DEFERRED",
 ) -> sqlite3.Connection:
     """A connection with cortex-agents' pragmas, usable across threads.
 
-    By default it keeps Python's implicit transactions, which LangGraph's
+    By default it keeps Python's implicit transactions (``BEGIN DEFERRED``, what
+    ``sqlite3``'s default ``""`` issues as a plain ``BEGIN``), which LangGraph's
     ``SqliteSaver`` relies on to commit a batch of writes with one sync; the
     substrate store brackets its own work with explicit ``BEGIN IMMEDIATE``.
     ``isolation_level=None`` gives autocommit (LangGraph's ``SqliteStore``
@@ -289,7 +293,7 @@ class SqliteSubstrateStore(SubstrateStore):
             yield _SqlTransaction(self.conn.cursor(), "sqlite")
 
     @contextmanager
-    def atomic(self, serde: Any) -> Iterator[BaseCheckpointSaver]:
+    def atomic(self, serde: Any) -> Iterator[BaseCheckpointSaver[str]]:
         """One write transaction for substrate rows and checkpoints; all or nothing.
 
         Yields a LangGraph ``SqliteSaver`` on this store's connection whose
@@ -355,7 +359,7 @@ class PostgresSubstrateStore(SubstrateStore):
             yield _SqlTransaction(cursor, "postgres")
 
     @contextmanager
-    def atomic(self, serde: Any) -> Iterator[BaseCheckpointSaver]:
+    def atomic(self, serde: Any) -> Iterator[BaseCheckpointSaver[str]]:
         """One transaction for substrate rows and checkpoints; all or nothing.
 
         Yields a LangGraph ``PostgresSaver`` on this store's connection: its
@@ -366,7 +370,9 @@ class PostgresSubstrateStore(SubstrateStore):
 
         try:
             with self._lock, postgres_transaction(self.conn, doing="import"):
-                yield PostgresSaver(self.conn, serde=serde)
+                # PostgresSaver opens its own cursors with dict rows; our connection's
+                # default (tuple) row factory is never used by it
+                yield PostgresSaver(cast("Connection[dict[str, Any]]", self.conn), serde=serde)
         except BaseException:
             self.forget_cached()
             raise

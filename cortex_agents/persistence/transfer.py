@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import empty_checkpoint
 
 from cortex_agents.errors import InvalidArgument, Problem, UnknownNode
@@ -129,7 +130,7 @@ class ImportReport:
     orphans: tuple[Problem, ...] = ()
 
 
-def thread_config(thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
+def thread_config(thread_id: str, checkpoint_id: str | None = None) -> RunnableConfig:
     """The LangGraph config of a thread (its latest checkpoint unless one is named)."""
     configurable: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ""}
     if checkpoint_id is not None:
@@ -156,7 +157,7 @@ def export_document(
             raise UnknownThread(thread_id, checkpoint_id)
         raise UnknownThread(thread_id)
     entry_time = latest_time(log)
-    metadata = tup.metadata or {}
+    metadata: dict[str, Any] = dict(tup.metadata or {}) if tup is not None else {}
     imported = metadata.get(_ENTRY_TIME)
     if imported is not None:
         entry_time = max(entry_time, parse_timestamp(imported, _ENTRY_TIME))
@@ -191,7 +192,7 @@ def export_as_seen_by(saver: CortexSaver, thread_id: str, stage_id: str) -> Snap
         )
         raise error
     entry = started[-1]
-    seen = log.prefix(entry.frontier)  # type: ignore[arg-type]
+    seen = log.prefix(entry.frontier)
     return SnapshotDocument.from_state(seen.state, entry.at, run_id=thread_id)
 
 
@@ -308,7 +309,7 @@ def quarantined_rows(
     if saver.inner.get_tuple(config) is None:
         raise UnknownThread(thread_id)
     for tup in saver.inner.list(config, filter={"step": -1}):
-        metadata = tup.metadata or {}
+        metadata: dict[str, Any] = dict(tup.metadata or {})
         if _QUARANTINE in metadata:
             rows = tuple(
                 QuarantinedRow(

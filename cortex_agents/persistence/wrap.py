@@ -58,7 +58,7 @@ _NOT_CONNINFO = frozenset({"autocommit", "prepare_threshold", "row_factory", "cu
 
 
 def wrap_saver(
-    saver: BaseCheckpointSaver, *, channel: str, database: str | Path | None = None
+    saver: BaseCheckpointSaver[str], *, channel: str, database: str | Path | None = None
 ) -> CortexSaver:
     """A :class:`CortexSaver` over ``saver`` with the matching substrate store (see the module).
 

@@ -102,7 +102,9 @@ def _dashed_rect(draw: ImageDraw.ImageDraw, box: Box, colour: str, width: int) -
         draw.line((x1, start, x1, end), fill=colour, width=width)
 
 
-def _node(draw: ImageDraw.ImageDraw, node: PictureNode, box: Box, fonts: tuple) -> None:
+def _node(
+    draw: ImageDraw.ImageDraw, node: PictureNode, box: Box, fonts: tuple[_Font, _Font, _Font]
+) -> None:
     bold, small, _ = fonts
     palette = STATUS_COLORS.get(node.status, STATUS_COLORS["pending"])
     added = node.rewrite_id is not None
@@ -138,7 +140,9 @@ def _node(draw: ImageDraw.ImageDraw, node: PictureNode, box: Box, fonts: tuple) 
         )
 
 
-def _footer_lines(draw: ImageDraw.ImageDraw, picture: Picture, font: _Font, width: int) -> list:
+def _footer_lines(
+    draw: ImageDraw.ImageDraw, picture: Picture, font: _Font, width: int
+) -> list[tuple[str, str]]:
     lines: list[tuple[str, str]] = []
     if picture.admitted:
         lines.append(("admitted rewrites:", "#111827"))
@@ -156,7 +160,9 @@ def _footer_lines(draw: ImageDraw.ImageDraw, picture: Picture, font: _Font, widt
     return lines
 
 
-def _header(draw: ImageDraw.ImageDraw, picture: Picture, fonts: tuple, width: int) -> None:
+def _header(
+    draw: ImageDraw.ImageDraw, picture: Picture, fonts: tuple[_Font, _Font, _Font], width: int
+) -> None:
     _, small, title = fonts
     draw.text((16, 10), _fit(draw, picture.title, title, width - 32), font=title, fill="#111827")
     x = 16

@@ -39,7 +39,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, Protocol, TypedDict
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph import END, START, StateGraph
@@ -64,6 +64,14 @@ __all__ = ["RunState", "WireGraph", "build_graph", "frontier_tag"]
 SCHEDULER = "scheduler"
 FRONTIER_CACHE = 64
 """Frontier logs kept per compiled wire (a stage whose frontier was evicted reads its checkpoint)."""
+
+
+class SubstrateReader(Protocol):
+    """What a wire graph reads a resumed stage's frontier from (a :class:`CortexSaver`, or the server's reader)."""
+
+    def substrate(self, config: RunnableConfig) -> SubstrateLog | None:
+        """The substrate of the checkpoint ``config`` names (``None``: no such checkpoint)."""
+        ...
 
 
 class RunState(TypedDict, total=False):
@@ -163,7 +171,7 @@ class WireGraph:
     def __init__(
         self,
         wire: Wire,
-        saver: CortexSaver,
+        saver: SubstrateReader,
         clock: Clock,
         services: Mapping[str, Any] | None = None,
         scratch: Any = None,

@@ -78,7 +78,7 @@ def test_a_crash_between_events_and_checkpoint_resumes_exactly(open_db, monkeypa
     with open_db() as saver:
         app = chain_graph().compile(checkpointer=saver)
         app.invoke({"goal": 4}, config(), durability="sync")
-        joint = saver._shares_connection()  # SQLite: events and checkpoint in one transaction
+        joint = saver._joint_store() is not None  # SQLite: events and checkpoint in one transaction
         owner = type(saver.inner) if joint else saver.inner
         real_put = owner.put
         committed = len(expected_log(4))
