@@ -270,6 +270,10 @@ def _problems(wire: Wire) -> list[Problem]:
         if isinstance(stage.config, Mapping):
             settings = stage.config.get("scratch_connector")
             problems += connector_problems(settings, f"{where}.config.scratch_connector")
+            if "structured_output" in stage.config:
+                problems += _structured_output_problems(
+                    stage.config["structured_output"], f"{where}.config.structured_output"
+                )
         if stage.rewrite is not None and not isinstance(stage.rewrite, RewritePolicy):
             problems.append(
                 Problem(
@@ -335,6 +339,15 @@ def _strategy_problems(strategy: Any, where: str, wire: Wire) -> list[Problem]:
                 )
             )
     return problems
+
+
+def _structured_output_problems(value: object, where: str) -> list[Problem]:
+    """A stage's ``structured_output`` setting, checked with the wire rather than at its first call."""
+    from cortex_agents.stages.structured import FORMS  # pydantic and langchain: only when set
+
+    if value in FORMS:
+        return []
+    return [Problem(where, f"must be one of {list(FORMS)} (got {value!r})")]
 
 
 def _scorer_problems(wire: Wire) -> list[Problem]:

@@ -294,3 +294,14 @@ def test_a_kind_module_that_raises_on_import_is_a_wire_problem(tmp_path, monkeyp
         with pytest.raises(InvalidWire) as caught:
             load_wire(tmp_path / "w.toml")
         assert "kinds.planner" in str(caught.value) and said in str(caught.value)
+
+
+def test_a_bad_structured_output_setting_is_refused_when_the_wire_is_built():
+    found = problems(base().stage("a", "analyst", after=["p"], config={"structured_output": "xml"}))
+    assert found == [
+        "stages[1].config.structured_output: must be one of "
+        "['auto', 'json_schema', 'json_object', 'off'] (got 'xml')"
+    ]
+    for form in ("auto", "json_schema", "json_object", "off"):
+        wire = base().stage("a", "analyst", after=["p"], config={"structured_output": form}).build()
+        assert wire.stages[1].config["structured_output"] == form
