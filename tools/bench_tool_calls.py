@@ -18,9 +18,13 @@ sets none):
   (the whole ranked cone materialised, every match in the artifact and the
   journal), measured in the same run;
 * ``graph_tool_p95_ms`` / ``graph_journal_bytes_per_call`` — the tool in a
-  plain LangGraph graph (no stage): it binds the substrate from the state
-  each call (the snapshot index is rebuilt per call there) and returns a
-  ``Command`` whose events are measured.
+  plain LangGraph graph (no stage), as a live graph calls it: it binds the
+  substrate from the state and returns a ``Command`` whose events the
+  channel's reducer appends before the next call, so the branch and the
+  memory index it keeps grow in place (O(new events) per call);
+* ``graph_tool_refork_p95_ms`` — the same call repeated on one unchanged
+  state (a retried step): each call's events differ from those the branch
+  already holds, so the branch forks and the index is copied (O(nodes)).
 
 Targets (issue 12): ``tool_p95_ms`` <= 50 and ``journal_bytes_per_call`` <= 16,384 at 10,000 nodes.
 
@@ -150,14 +154,24 @@ def main() -> int:
     state = {"messages": [message], "substrate": log}
     (graph_tool,) = graph_memory_tools()
     graph_timings, graph_journal = [], 0
-    _call(graph_tool, _runtime(None, state))  # warm-up, as above
+    command = _call(graph_tool, _runtime(None, state))  # warm-up, as above
     for _ in range(max(5, args.calls // 3)):
+        # a live graph: the reducer appends each call's events before the next call
+        state = {
+            "messages": [message],
+            "substrate": state["substrate"].appended(command.update["substrate"]),
+        }
         start = time.perf_counter()
         command = _call(graph_tool, _runtime(None, state))
         graph_timings.append(time.perf_counter() - start)
         graph_journal = max(
             _size(e) for e in command.update["substrate"] if e["type"] == "tool_call_made"
         )
+    refork_timings = []
+    for _ in range(max(5, args.calls // 3)):  # the same state each time: every call forks
+        start = time.perf_counter()
+        _call(graph_tool, _runtime(None, state))
+        refork_timings.append(time.perf_counter() - start)
 
     result = {
         "nodes": args.nodes,
@@ -172,6 +186,7 @@ def main() -> int:
         "baseline_artifact_bytes": baseline_artifact,
         "graph_tool_p95_ms": _ms(graph_timings, 0.95),
         "graph_journal_bytes_per_call": graph_journal,
+        "graph_tool_refork_p95_ms": _ms(refork_timings, 0.95),
         "targets": TARGETS,
     }
     if not args.json:

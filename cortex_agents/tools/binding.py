@@ -170,13 +170,17 @@ def _free_id(state: GraphState, base: str, skip: int) -> NodeId:
 
 
 def _latest_work(state: GraphState, agent_kind: str) -> list[NodeId]:
-    """Completed nodes of another kind than the agent's, with no completed successor of another kind."""
+    """Completed nodes of another kind than the agent's, with no completed successor of another kind.
 
-    def work(node_id: NodeId) -> bool:
-        node = state.nodes[node_id]
-        return node.status == "completed" and node.kind != agent_kind
-
-    return [n for n in state.nodes if work(n) and not any(work(s) for s in state.successors(n))]
+    One pass over the nodes and one over the edges (in scheduling order).
+    """
+    work = {
+        node_id
+        for node_id, node in state.nodes.items()
+        if node.status == "completed" and node.kind != agent_kind
+    }
+    covered = {e.source for e in state.edges if e.source in work and e.target in work}
+    return [n for n in state.nodes if n in work and n not in covered]
 
 
 class _GraphArgs(BaseModel):
