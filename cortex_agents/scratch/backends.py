@@ -44,6 +44,7 @@ from cortex_agents.persistence.urls import (
     is_postgres_url,
     postgres_reachable,
     redact_url,
+    require_postgres_extra,
     sqlite_path,
 )
 from cortex_agents.scratch.store import NAMESPACE_ROOT, ScratchBackend
@@ -111,6 +112,7 @@ def _open_sqlite(path: Path) -> Iterator[ScratchBackend]:
 
 @contextmanager
 def _open_postgres(url: str) -> Iterator[ScratchBackend]:
+    require_postgres_extra("scratch memory on a postgresql:// database")
     from langgraph.store.postgres import PostgresStore
     from psycopg import Connection
     from psycopg.rows import dict_row

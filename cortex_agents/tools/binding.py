@@ -63,6 +63,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 from cortex_agents.errors import InvalidArgument, InvalidEvent
 from cortex_agents.memory.presets import BUILTIN_PRESETS, PresetRegistry
 from cortex_agents.memory.strategy import Topological
+from cortex_agents.persistence.wrap import require_substrate_saver
 from cortex_agents.runtime.clock import Clock, utc_clock
 from cortex_agents.runtime.context import StageContext
 from cortex_agents.runtime.stage import bind_context
@@ -228,6 +229,8 @@ class GraphBoundTool(BaseTool):
         context = runtime.context
         if _is_stage_context(context):
             return self._delegate(arguments, runtime, context, call_id)
+        # a plain saver would fail later inside LangGraph (msgpack): fail now, naming the fix
+        require_substrate_saver(runtime.config, self.binding.channel)
         try:
             context, frontier, opening = self._bind(runtime, call_id)
         except _Unavailable as exc:

@@ -16,6 +16,7 @@ import pytest
 from cortex_agents.errors import MissingExtra
 from cortex_agents.persistence import check_writable, open_saver, require_database
 from cortex_agents.runtime import Runtime, load_wire
+from cortex_agents.scratch import open_scratch
 
 EXTRAS = {
     "png": ("PIL",),
@@ -85,6 +86,7 @@ def test_every_postgres_entry_point_raises_missing_extra_first(monkeypatch, miss
         lambda: open_saver(PG_URL).__enter__(),
         lambda: require_database(PG_URL),
         lambda: check_writable(PG_URL),
+        lambda: open_scratch(PG_URL).__enter__(),
     ):
         with pytest.raises(MissingExtra) as caught:
             call()

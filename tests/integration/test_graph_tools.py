@@ -12,12 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import langchain.agents as langchain_agents
+import pytest
 from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.store.memory import InMemoryStore
 
+from cortex_agents.errors import UnsupportedCheckpointer
 from cortex_agents.memory import MemoryHandle, MemorySnapshot
 from cortex_agents.persistence import memory_saver
 from cortex_agents.runtime import StageContext, stage_node
@@ -205,6 +208,42 @@ def test_create_react_agent_v1_works_the_same():
     (made,) = [e for e in out["substrate"] if isinstance(e, ToolCallMade)]
     assert made.node_id == "agent" and made.result["status"] == "success"
     assert made.result["total"] > 0 and out["substrate"].state.predecessors("agent") == ("merge",)
+
+
+def test_create_react_agent_v2_is_refused_by_langgraph_itself():
+    """v2 sends each tool call as a ``Send`` packet, which LangGraph's checkpoint serializer
+    cannot store (the limit the README states); if this starts passing, say so there."""
+    from langgraph.prebuilt import create_react_agent
+    from langgraph.prebuilt.chat_agent_executor import AgentState as ReactState
+
+    class State(ReactState, SubstrateState):
+        pass
+
+    chat = ScriptedChatModel(
+        script={"": [calls(("cortex_memory_query", {"query_text": "bias"})), say("ok")]}
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        app = create_react_agent(
+            chat, graph_memory_tools(), state_schema=State, checkpointer=memory_saver()
+        )
+    with pytest.raises(TypeError, match="not msgpack serializable: Send"):
+        app.invoke(*start())
+
+
+def test_a_plain_langgraph_saver_is_refused_at_the_first_call_naming_cortexsaver_wrap():
+    chat = ScriptedChatModel(
+        script={"": [calls(("cortex_memory_query", {"query_text": "bias"})), say("ok")]}
+    )
+    saver = InMemorySaver()
+    app = langchain_agents.create_agent(
+        chat, graph_memory_tools(), state_schema=AgentState, checkpointer=saver
+    )
+    config = {"configurable": {"thread_id": "plain"}}
+    with pytest.raises(UnsupportedCheckpointer, match=r"CortexSaver\.wrap\(saver\)"):
+        app.invoke({"messages": [("user", "What did the analysts find?")]}, config)
+    # nothing of the call was stored: no checkpoint holds a substrate
+    assert all(not t.checkpoint["channel_values"].get("substrate") for t in saver.list(config))
 
 
 class ToolGraphState(MessagesState, SubstrateState):
