@@ -33,7 +33,8 @@ Per backend (SQLite, Postgres), with the targets of issue 14 (all zero unless sa
   damaged pages (SQLite), every CLI command on each.
 
 The short mode (CI) runs every probe with small counts; ``--full`` runs the targets'
-counts. ``--json`` prints one JSON object on the last line. Postgres comes from
+counts. ``--json`` prints one JSON object on the last line. The exit status is 1
+when any target is missed (each named on stderr), 0 otherwise. Postgres comes from
 ``CORTEX_TEST_POSTGRES_URL`` (default ``postgresql://postgres@127.0.0.1:5432/test``);
 each probe gets fresh databases, dropped afterwards.
 """
@@ -497,7 +498,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(report, ensure_ascii=False, default=str))
     else:
         print(json.dumps(report, indent=2, ensure_ascii=False, default=str))
-    return 0
+    for missed in report["missed_targets"]:
+        print(f"missed target: {missed}", file=sys.stderr)
+    return 1 if report["missed_targets"] else 0
 
 
 if __name__ == "__main__":
