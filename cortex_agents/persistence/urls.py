@@ -58,6 +58,7 @@ def require_postgres_extra(feature: str = "a postgresql:// database") -> None:
         ("psycopg", "psycopg"),
         ("psycopg_pool", "psycopg-pool"),
         ("langgraph.checkpoint.postgres", "langgraph-checkpoint-postgres"),
+        ("langgraph.store.postgres", "langgraph-checkpoint-postgres"),
     ):
         try:
             found = importlib.util.find_spec(module) is not None

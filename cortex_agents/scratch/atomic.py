@@ -183,6 +183,15 @@ class PostgresAdvisoryGuard:
             yield PostgresStore(conn)
 
 
+def _is_postgres_store(store: object) -> bool:
+    """Whether ``store`` is a ``PostgresStore`` (never, without the [postgres] extra)."""
+    try:
+        from langgraph.store.postgres import PostgresStore
+    except ImportError:
+        return False
+    return isinstance(store, PostgresStore)
+
+
 def guard_for(store: BaseStore) -> WriteGuard:
     """The write guard that makes read-modify-write atomic on ``store``.
 
@@ -202,7 +211,6 @@ def guard_for(store: BaseStore) -> WriteGuard:
             ``pipeline=True``.
     """
     from langgraph.store.memory import InMemoryStore
-    from langgraph.store.postgres import PostgresStore
     from langgraph.store.sqlite import SqliteStore
 
     if isinstance(store, InMemoryStore):
@@ -213,8 +221,8 @@ def guard_for(store: BaseStore) -> WriteGuard:
         if not main_file:
             return ProcessLockGuard(store)
         return SqliteFileGuard(store, main_file + ".scratch-lock")
-    if isinstance(store, PostgresStore):
-        if store.pipe is not None:
+    if _is_postgres_store(store):
+        if getattr(store, "pipe", None) is not None:
             raise InvalidArgument(
                 "store",
                 "is a PostgresStore opened with `pipeline=True`, whose writes cannot be "

