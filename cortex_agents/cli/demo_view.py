@@ -249,13 +249,33 @@ def tool_call_blocks(result: RunResult, presets: PresetRegistry) -> list[Any]:
             )
             continue
         content = str(outcome.get("content", outcome))
-        try:  # an error's JSON: its code and message
-            error = json.loads(content).get("error") or {}
-            answer = f"{error.get('code')}: {display(error.get('message', ''), 240)}"
-        except (ValueError, AttributeError):
-            answer = display(content, 240)
-        blocks.append(Group(head, args, Text(f"answer ({outcome.get('status')}): {answer}")))
+        blocks.append(
+            Group(head, args, Text(f"answer ({outcome.get('status')}): {_answer(content)}"))
+        )
     return blocks
+
+
+def _answer(content: str) -> str:
+    """A tool's answer in a line: an error's code and message, a rewrite's decision, else the text."""
+    try:
+        parsed = json.loads(content)
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, dict):
+        return display(content, 240)
+    error = parsed.get("error")
+    if isinstance(error, dict):
+        return f"{error.get('code')}: {display(str(error.get('message', '')), 240)}"
+    if "decision" in parsed:  # propose_rewrite
+        new = ", ".join(str(n) for n in parsed.get("new_nodes") or []) or "none"
+        left = parsed.get("budget_remaining") or {}
+        budget = ", ".join(f"{k} {v}" for k, v in left.items())
+        return display(
+            f"{parsed['decision']} (rewrite {parsed.get('rewrite_id')}); new nodes: {new}; "
+            f"budget left: {budget}",
+            240,
+        )
+    return display(content, 240)
 
 
 def _inferred(value: Mapping[str, Any]) -> str:

@@ -117,6 +117,9 @@ def test_the_forced_choices_are_stated(first, tmp_path):
     assert "the rewriter is configured repair = always" in repair
     assert "whatever the review found" in repair
     assert "rewrite history" in repair and "admitted as rewrite 1" in repair
+    # the rewriter's call shows the decision it got, not an error's empty fields
+    assert "answer (success): admitted (rewrite 1); new nodes: rewriter:a1, rewriter:r2" in repair
+    assert "None:" not in repair
 
 
 def test_a_second_run_replays_into_a_new_thread_and_says_so(first):
