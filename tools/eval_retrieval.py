@@ -27,7 +27,7 @@ from rich.table import Table
 
 from cortex_agents.errors import CortexError
 from cortex_agents.evaluation.cases import load_cases, read_cases
-from cortex_agents.evaluation.configs import build_configs
+from cortex_agents.evaluation.configs import build_configs, unavailable_scorers
 from cortex_agents.evaluation.devset import generate_cases
 from cortex_agents.evaluation.report import METRICS, evaluate, html_chart
 
@@ -84,6 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     except CortexError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    skipped = {} if args.scorers else unavailable_scorers()
+    for name, reason in skipped.items():
+        print(f"skipped scorer:{name} and semantic:{name}: {reason}", file=sys.stderr)
     if args.only:
         configs = [c for c in configs if c.name in args.only]
     with Progress(
@@ -93,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         task = progress.add_task(f"{len(configs)} configs", total=len(cases))
         result = evaluate(cases, configs, advance=lambda: progress.advance(task))
     result["source"] = source
+    result["skipped_scorers"] = skipped
     title = f"retrieval on {source}: {len(cases)} cases"
     console.print(_table(result, title))
     if args.chart:

@@ -23,13 +23,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from cortex_agents.errors import ScorerUnavailable, UnknownScorer
 from cortex_agents.evaluation.cases import LoadedCase
 from cortex_agents.memory.handle import MemoryHandle
 from cortex_agents.memory.presets import PresetRegistry
 from cortex_agents.memory.spec import Query, WalkSpec, Weights
 from cortex_agents.memory.strategy import MemoryStrategy, Topological
 
-__all__ = ["Config", "build_configs", "shipped_reviewer_strategy"]
+__all__ = ["Config", "build_configs", "shipped_reviewer_strategy", "unavailable_scorers"]
 
 Ranker = Callable[[LoadedCase], list[str]]
 _DEPTH: Final = 50  # how far a non-tool ranking is read (MRR looks this deep)
@@ -89,11 +90,28 @@ def _ranker(spec: WalkSpec, query_of: Callable[[str], Query]) -> Ranker:
     return rank
 
 
+def unavailable_scorers() -> dict[str, str]:
+    """The registered scorers that do not load here (an extra not installed), with the reason."""
+    _, presets = shipped_reviewer_strategy()
+    out = {}
+    for name in presets.scorers:
+        try:
+            presets.scorers.load(name)
+        except (ScorerUnavailable, UnknownScorer) as exc:
+            out[name] = str(exc)
+    return out
+
+
 def build_configs(scorers: tuple[str, ...] | None = None) -> list[Config]:
     """Every configuration, ``shipped-reviewer`` first.
 
     Args:
-        scorers: The scorers to compare (default: every built-in one that loads).
+        scorers: The scorers to compare (default: every registered one that loads; see
+            :func:`unavailable_scorers` for the others).
+
+    Raises:
+        ScorerUnavailable: a scorer named in ``scorers`` does not load.
+        UnknownScorer: a scorer named in ``scorers`` is not registered.
     """
     strategy, presets = shipped_reviewer_strategy()
     preset_name = strategy.preset if isinstance(strategy, Topological) else "default"
@@ -150,11 +168,11 @@ def build_configs(scorers: tuple[str, ...] | None = None) -> list[Config]:
             )
         )
     names = scorers if scorers is not None else tuple(presets.scorers)
+    skipped = unavailable_scorers() if scorers is None else {}
     for name in names:
-        try:
-            presets.scorers.load(name)
-        except Exception:
+        if name in skipped:
             continue
+        presets.scorers.load(name)  # a scorer asked for by name must load
         configs.append(
             Config(
                 f"scorer:{name}",

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -97,3 +99,32 @@ def test_harness_rejects_a_case_with_an_unknown_node(tmp_path, capsys):
     assert _harness().main(["--cases", str(path), "--json"]) == 2
     err = capsys.readouterr().err
     assert "cases[0].relevant[0]" in err and "no-such-node" in err
+
+
+def _harness_without_minilm(*args: str) -> subprocess.CompletedProcess:
+    """The harness in a new interpreter where onnxruntime does not import (no [minilm])."""
+    code = (
+        "import runpy, sys\n"
+        "sys.modules['onnxruntime'] = None\n"
+        f"sys.argv = ['eval_retrieval.py', *{list(args)!r}]\n"
+        "runpy.run_path('tools/eval_retrieval.py', run_name='__main__')\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_harness_says_which_scorers_it_left_out_and_refuses_one_named_that_cannot_load(
+    tmp_path,
+):
+    cases = [c.to_json() for c in generate_cases("heldout")[:2]]
+    path = tmp_path / "cases.json"
+    path.write_text(json.dumps(cases), encoding="utf-8")
+    named = _harness_without_minilm("--cases", str(path), "--json", "--scorer", "minilm")
+    assert named.returncode == 2
+    assert "minilm" in named.stderr and "pip install 'cortex-agents[minilm]'" in named.stderr
+    every = _harness_without_minilm("--cases", str(path), "--json", "--config", "shipped-reviewer")
+    assert every.returncode == 0, every.stderr
+    assert "skipped scorer:minilm and semantic:minilm:" in every.stderr
+    last = json.loads(every.stdout.strip().splitlines()[-1])
+    assert set(last["skipped_scorers"]) == {"minilm"}
