@@ -155,7 +155,7 @@ def main() -> int:
     (graph_tool,) = graph_memory_tools()
     graph_timings, graph_journal = [], 0
     command = _call(graph_tool, _runtime(None, state))  # warm-up, as above
-    for _ in range(max(5, args.calls // 3)):
+    for _ in range(args.calls):
         # a live graph: the reducer appends each call's events before the next call
         state = {
             "messages": [message],
@@ -168,7 +168,7 @@ def main() -> int:
             _size(e) for e in command.update["substrate"] if e["type"] == "tool_call_made"
         )
     refork_timings = []
-    for _ in range(max(5, args.calls // 3)):  # the same state each time: every call forks
+    for _ in range(args.calls):  # the same state each time: every call forks
         start = time.perf_counter()
         _call(graph_tool, _runtime(None, state))
         refork_timings.append(time.perf_counter() - start)
