@@ -90,9 +90,10 @@ def _ranker(spec: WalkSpec, query_of: Callable[[str], Query]) -> Ranker:
     return rank
 
 
-def unavailable_scorers() -> dict[str, str]:
-    """The registered scorers that do not load here (an extra not installed), with the reason."""
-    _, presets = shipped_reviewer_strategy()
+def unavailable_scorers(presets: PresetRegistry | None = None) -> dict[str, str]:
+    """The scorers of ``presets`` (default: the shipped wire's) that do not load here, with why."""
+    if presets is None:
+        _, presets = shipped_reviewer_strategy()
     out = {}
     for name in presets.scorers:
         try:
@@ -168,7 +169,7 @@ def build_configs(scorers: tuple[str, ...] | None = None) -> list[Config]:
             )
         )
     names = scorers if scorers is not None else tuple(presets.scorers)
-    skipped = unavailable_scorers() if scorers is None else {}
+    skipped = unavailable_scorers(presets) if scorers is None else {}
     for name in names:
         if name in skipped:
             continue
