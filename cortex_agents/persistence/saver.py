@@ -53,16 +53,19 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
     DeltaChannelHistory,
 )
+from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from cortex_agents.errors import InvalidArgument
 from cortex_agents.persistence.locks import ProcessLocks, ThreadLocks
-from cortex_agents.persistence.store import EMPTY_CURSOR, Cursor, SubstrateStore
+from cortex_agents.persistence.store import EMPTY_CURSOR, Cursor, SubstrateStore, encode_event
+from cortex_agents.substrate.events import Event
 from cortex_agents.substrate.log import SubstrateLog
 
 __all__ = ["DEFAULT_CHANNEL", "CortexSaver"]
 
 DEFAULT_CHANNEL = "substrate"
 _Key = tuple[str, str, str]
+_Parent = tuple[Cursor, SubstrateLog]  # a parent checkpoint's cursor and log
 
 
 class _JointStore(Protocol):
@@ -116,6 +119,7 @@ class CortexSaver(BaseCheckpointSaver[str]):
         self._cursor_cache = cursor_cache
         self._guard = threading.Lock()
         self._owns_store = owns_store
+        self._joint = self._joint_store()
 
     @classmethod
     def wrap(
@@ -240,14 +244,14 @@ class CortexSaver(BaseCheckpointSaver[str]):
         checkpoint: Checkpoint = {**tup.checkpoint, "channel_values": {**values, self.channel: log}}
         return tup._replace(checkpoint=checkpoint)
 
-    def _parent_from(self, key: _Key, tup: CheckpointTuple | None) -> tuple[Cursor, SubstrateLog]:
+    def _parent_from(self, key: _Key, tup: CheckpointTuple | None) -> _Parent | None:
         cursor = (
             None
             if tup is None
             else Cursor.decode(tup.checkpoint["channel_values"].get(self.channel))
         )
         if cursor is None:
-            return EMPTY_CURSOR, SubstrateLog()
+            return None
         log = self.store.read(key[0], key[1], cursor)
         self._remember(key, cursor, log)
         return cursor, log
@@ -257,19 +261,71 @@ class CortexSaver(BaseCheckpointSaver[str]):
             "configurable": {"thread_id": key[0], "checkpoint_ns": key[1], "checkpoint_id": key[2]}
         }
 
-    def _store_value(
-        self, config: RunnableConfig, checkpoint: Checkpoint, parent: tuple[Cursor, SubstrateLog]
-    ) -> Checkpoint:
-        """Append the checkpoint's new events; return the checkpoint with a cursor in place of the log."""
+    def _appendix(
+        self, checkpoint: Checkpoint, parent: _Parent | None
+    ) -> tuple[Cursor, Sequence[Event]]:
+        """Where the checkpoint's log goes on from, and the events it adds there.
+
+        ``parent`` is the parent checkpoint's cursor and log (``None``: no
+        parent, or one without a substrate).
+        """
         value = checkpoint["channel_values"][self.channel]
-        thread_id, ns, _ = _ids(config)
-        base, base_log = parent
-        if not _extends(value, base_log):
-            base = EMPTY_CURSOR  # not an extension of the parent: a new root branch, never a splice
-        cursor = self.store.append(thread_id, ns, base, value.since(base.seq))
-        self._remember((thread_id, ns, checkpoint["id"]), cursor, value)
+        base = EMPTY_CURSOR
+        if parent is not None and _extends(value, parent[1]):
+            base = parent[0]  # otherwise a new root branch, never a splice
+        return base, value.since(base.seq)
+
+    def _with_cursor(self, checkpoint: Checkpoint, cursor: Cursor) -> Checkpoint:
+        """The checkpoint with ``cursor`` in place of its log."""
         values = {**checkpoint["channel_values"], self.channel: cursor.encode()}
         return {**checkpoint, "channel_values": values}
+
+    def _store_value(
+        self, thread_id: str, ns: str, checkpoint: Checkpoint, parent: _Parent | None
+    ) -> Checkpoint:
+        """Append the checkpoint's new events; return the checkpoint with a cursor in place of the log."""
+        base, events = self._appendix(checkpoint, parent)
+        cursor = self.store.append(thread_id, ns, base, events)
+        self._remember(
+            (thread_id, ns, checkpoint["id"]), cursor, checkpoint["channel_values"][self.channel]
+        )
+        return self._with_cursor(checkpoint, cursor)
+
+    def _put_joint(
+        self,
+        joint_store: _JointStore,
+        where: tuple[str, str],
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        parent: _Parent | None,
+    ) -> RunnableConfig:
+        """Events and checkpoint in one transaction, with one sync.
+
+        Only database work happens inside it: the events are encoded and the
+        checkpoint serialised before the connection's lock is taken (while a
+        step's pending writes may still be committing on it). The checkpoint
+        is serialised with the cursor it gets when its events extend their
+        branch at the head, the usual case; a fork, or a thread's first
+        events, re-serialise it with the cursor the store gives.
+        """
+        thread_id, ns = where
+        base, events = self._appendix(checkpoint, parent)
+        bodies = [encode_event(e) for e in events]
+        expected = base if not events else Cursor(base.branch, base.seq + len(events))
+        guessed = self._with_cursor(checkpoint, expected)
+        serde = self.inner.serde
+        if base.branch or not events:
+            serde = _Preserialised(serde, guessed)
+        with joint_store.atomic(serde) as joint:
+            cursor = self.store.append(thread_id, ns, base, events, bodies=bodies)
+            stored = guessed if cursor == expected else self._with_cursor(checkpoint, cursor)
+            saved = joint.put(config, stored, metadata, new_versions)
+        self._remember(
+            (thread_id, ns, checkpoint["id"]), cursor, checkpoint["channel_values"][self.channel]
+        )
+        return saved
 
     def _substrate_value(self, checkpoint: Checkpoint) -> SubstrateLog | None:
         value = checkpoint["channel_values"].get(self.channel)
@@ -308,19 +364,18 @@ class CortexSaver(BaseCheckpointSaver[str]):
         """Append the substrate's new events, then store the checkpoint with a cursor."""
         if self._substrate_value(checkpoint) is not None:
             thread_id, ns, parent_id = _ids(config)
-            parent = (EMPTY_CURSOR, SubstrateLog())
+            parent = None
             if parent_id is not None:
                 key = (thread_id, ns, parent_id)
                 parent = self._recall(key) or self._parent_from(
                     key, self.inner.get_tuple(self._parent_config(key))
                 )
-            joint_store = self._joint_store()
+            joint_store = self._joint
             if joint_store is not None:
-                # one transaction, one sync: the events and the checkpoint commit together
-                with joint_store.atomic(self.inner.serde) as joint:
-                    stored = self._store_value(config, checkpoint, parent)
-                    return joint.put(config, stored, metadata, new_versions)
-            checkpoint = self._store_value(config, checkpoint, parent)
+                return self._put_joint(
+                    joint_store, (thread_id, ns), config, checkpoint, metadata, new_versions, parent
+                )
+            checkpoint = self._store_value(thread_id, ns, checkpoint, parent)
         return self.inner.put(config, checkpoint, metadata, new_versions)
 
     def _joint_store(self) -> _JointStore | None:
@@ -395,7 +450,7 @@ class CortexSaver(BaseCheckpointSaver[str]):
         """Append the substrate's new events, then store the checkpoint with a cursor."""
         if self._substrate_value(checkpoint) is not None:
             thread_id, ns, parent_id = _ids(config)
-            parent = (EMPTY_CURSOR, SubstrateLog())
+            parent = None
             if parent_id is not None:
                 key = (thread_id, ns, parent_id)
                 known = self._recall(key)
@@ -408,7 +463,9 @@ class CortexSaver(BaseCheckpointSaver[str]):
                         await self.inner.aget_tuple(self._parent_config(key)),
                     )
                 )
-            checkpoint = await asyncio.to_thread(self._store_value, config, checkpoint, parent)
+            checkpoint = await asyncio.to_thread(
+                self._store_value, thread_id, ns, checkpoint, parent
+            )
         return await self.inner.aput(config, checkpoint, metadata, new_versions)
 
     async def aput_writes(
@@ -507,3 +564,24 @@ def _extends(value: SubstrateLog, base: SubstrateLog) -> bool:
     in their chain hashes, so a value is never spliced onto the wrong fork.
     """
     return value.extends(base)
+
+
+class _Preserialised:
+    """The saver's serializer, with one checkpoint serialised in advance.
+
+    ``dumps_typed`` of that very object returns what was computed when this
+    was built (outside any lock); everything else is the serializer's own.
+    """
+
+    def __init__(self, serde: SerializerProtocol, checkpoint: Checkpoint) -> None:
+        self._serde = serde
+        self._checkpoint = checkpoint
+        self._typed = serde.dumps_typed(checkpoint)
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        """The serialisation made in advance for that checkpoint; the serializer's otherwise."""
+        return self._typed if obj is self._checkpoint else self._serde.dumps_typed(obj)
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        """The serializer's."""
+        return self._serde.loads_typed(data)

@@ -37,9 +37,10 @@ from cortex_agents.errors import InvalidArgument, StorageError
 from cortex_agents.persistence.schema import Dialect, migrate
 from cortex_agents.persistence.store import SubstrateStore, Transaction
 from cortex_agents.persistence.transactions import (
-    driver_errors,
+    is_driver_error,
     postgres_transaction,
     sqlite_transaction,
+    storage_error,
 )
 
 __all__ = ["PostgresSubstrateStore", "SqliteSubstrateStore", "sqlite_connect"]
@@ -54,11 +55,28 @@ class _SqlTransaction(Transaction):
         self.cursor = cursor
         self.dialect = dialect
 
-    def _run(self, sql: str, params: Sequence[Any] = ()) -> Any:
+    def _run(
+        self,
+        sql: str,
+        params: Sequence[Any] = (),
+        *,
+        many: bool = False,
+        doing: str = "substrate row",
+    ) -> Any:
+        """Execute one statement (``many``: once per row of ``params``); driver errors mapped.
+
+        A ``try`` rather than :func:`driver_errors`: this runs several times a step.
+        """
         if self.dialect == "postgres":
             sql = sql.replace("?", "%s")
-        with driver_errors("substrate row"):
+        try:
+            if many:
+                return self.cursor.executemany(sql, params)
             return self.cursor.execute(sql, params)
+        except Exception as exc:
+            if is_driver_error(exc):
+                raise storage_error(exc, doing) from exc
+            raise
 
     def create_branch(
         self, thread_id: str, checkpoint_ns: str, parent: int | None, base_seq: int
@@ -84,11 +102,12 @@ class _SqlTransaction(Transaction):
         return None if row[0] is None else int(row[0])
 
     def insert_events(self, branch: int, rows: Sequence[tuple[int, str]]) -> None:
-        sql = "INSERT INTO cortex_events (branch_pk, seq, body) VALUES (?, ?, ?)"
-        if self.dialect == "postgres":
-            sql = sql.replace("?", "%s")
-        with driver_errors("event row"):
-            self.cursor.executemany(sql, [(branch, seq, body) for seq, body in rows])
+        self._run(
+            "INSERT INTO cortex_events (branch_pk, seq, body) VALUES (?, ?, ?)",
+            [(branch, seq, body) for seq, body in rows],
+            many=True,
+            doing="event row",
+        )
 
     def insert_node(self, branch: int, seq: int, node_id: str) -> None:
         self._run(
@@ -275,6 +294,7 @@ class SqliteSubstrateStore(SubstrateStore):
         )
         self._conn_lock = connection_lock if connection_lock is not None else threading.Lock()
         self._atomic_thread: int | None = None
+        self._joint_saver: BaseCheckpointSaver[str] | None = None
 
     @contextmanager
     def transaction(self, *, write: bool = True) -> Iterator[Transaction]:
@@ -304,14 +324,18 @@ class SqliteSubstrateStore(SubstrateStore):
         """
         from langgraph.checkpoint.sqlite import SqliteSaver
 
+        saver = self._joint_saver
+        if saver is None:  # built once: a saver's construction is not free, and a put is hot
+            saver = SqliteSaver(_HeldCommits(self.conn), serde=serde)  # type: ignore[arg-type]
+            saver.is_setup = True  # the tables exist: the store was set up with them
+            self._joint_saver = saver
         with self._lock, self._conn_lock:
             if self._atomic_thread is not None:
                 raise StorageError("open_transaction", "an atomic block is already open")
+            saver.serde = serde  # this block's (used only while the lock is held)
             try:
                 with sqlite_transaction(self.conn, doing="import"):
                     self._atomic_thread = threading.get_ident()
-                    saver = SqliteSaver(_HeldCommits(self.conn), serde=serde)  # type: ignore[arg-type]
-                    saver.is_setup = True  # the tables exist: the store was set up with them
                     yield saver
             except BaseException:
                 self.forget_cached()

@@ -110,7 +110,16 @@ class Branch:
     place (appending copies), so only committed events ever enter it.
     """
 
-    __slots__ = ("_derived", "_digests", "_latest", "_states", "events", "lock", "sealed")
+    __slots__ = (
+        "_derived",
+        "_digests",
+        "_latest",
+        "_source",
+        "_states",
+        "events",
+        "lock",
+        "sealed",
+    )
 
     def __init__(self, events: Iterable[Event] = (), *, sealed: bool = False) -> None:
         self.events: list[Event] = list(events)
@@ -120,6 +129,7 @@ class Branch:
         self._latest: list[datetime] = []
         self._states: OrderedDict[int, GraphState] = OrderedDict()
         self._derived: dict[Hashable, Derived[Any]] = {}
+        self._source: tuple[int, tuple[object, ...]] | None = None
 
     def __len__(self) -> int:
         return len(self.events)
@@ -146,6 +156,29 @@ class Branch:
                 if carry is not None:
                     other._derived[key] = carry(min(length, structure.length))
         return other
+
+    def record_source(self, start: int, items: tuple[object, ...]) -> None:
+        """Remember the objects the events after ``start`` were made from (the latest append's only)."""
+        with self.lock:
+            self._source = (start, items)
+
+    def made_from(self, start: int, items: Sequence[object]) -> bool:
+        """Whether the latest append made the events after ``start`` from these very objects.
+
+        Compared by identity: the same list of events or event dicts handed
+        to the reducer twice (LangGraph applies a step's writes once for its
+        conditional edges, then to the channel) is adopted without being
+        converted and compared again. An event dict changed in place between
+        the two calls is not seen: what the first call made is kept.
+        """
+        with self.lock:
+            source = self._source
+        return (
+            source is not None
+            and source[0] == start
+            and len(source[1]) == len(items)
+            and all(a is b for a, b in zip(source[1], items, strict=True))
+        )
 
     # -- materialized state --------------------------------------------------------------
     def state(self, length: int) -> GraphState:

@@ -390,6 +390,40 @@ def _brief(value: Any) -> str:
     return f"a value of type {type(value).__name__}"
 
 
+# What _plain does with a value, by exact type (the common case); subclasses go through _kind.
+_KINDS: Final[dict[type, str]] = {
+    str: "str",
+    type(None): "scalar",
+    bool: "scalar",
+    int: "int",
+    float: "float",
+    dict: "map",
+    list: "seq",
+    tuple: "seq",
+}
+
+
+def _kind(item: Any, field: str) -> str:
+    """What :func:`_plain` does with a value whose type is not one of :data:`_KINDS`'s."""
+    if isinstance(item, str):
+        return "str"
+    if isinstance(item, bool):
+        return "scalar"
+    if isinstance(item, int):
+        return "int"
+    if isinstance(item, float):
+        return "float"
+    if isinstance(item, Mapping):
+        return "map"
+    if isinstance(item, list | tuple):
+        return "seq"
+    raise InvalidArgument(
+        field,
+        "must be JSON: objects with string keys, arrays, strings, numbers, booleans, null",
+        _brief(item),
+    )
+
+
 def _plain(value: Any, field: str) -> Any:
     """``value`` as plain JSON (mappings to dicts, tuples to lists), checked storable.
 
@@ -408,24 +442,23 @@ def _plain(value: Any, field: str) -> Any:
     stack: list[tuple[Any, Any, Any, int]] = [(value, holder, 0, 0)]
     while stack:
         item, parent, slot, depth = stack.pop()
-        if isinstance(item, str):
+        how = _KINDS.get(type(item)) or _kind(item, field)
+        if how == "str":
             if _SURROGATE.search(item):
                 raise InvalidArgument(field, "must not contain lone surrogates", _brief(item))
-        elif item is None or isinstance(item, bool):
-            pass
-        elif isinstance(item, int):
+        elif how == "int":
             if not _INT_MIN <= item <= _INT_MAX:
                 raise InvalidArgument(field, "must hold integers that fit in 64 bits", _brief(item))
             item = int(item)
-        elif isinstance(item, float):
+        elif how == "float":
             if not math.isfinite(item):
                 raise InvalidArgument(field, "must hold finite numbers (no NaN or infinity)", item)
-        elif isinstance(item, Mapping | list | tuple):
+        elif how == "map" or how == "seq":
             if depth >= MAX_DEPTH:
                 raise InvalidArgument(
                     field, f"must nest at most {MAX_DEPTH} levels deep", _brief(item)
                 )
-            if isinstance(item, Mapping):
+            if how == "map":
                 out: Any = {}
                 for key, child in item.items():
                     if not isinstance(key, str):
@@ -440,11 +473,5 @@ def _plain(value: Any, field: str) -> Any:
                 out = [None] * len(item)
                 stack.extend((child, out, i, depth + 1) for i, child in enumerate(item))
             item = out
-        else:
-            raise InvalidArgument(
-                field,
-                "must be JSON: objects with string keys, arrays, strings, numbers, booleans, null",
-                _brief(item),
-            )
         parent[slot] = item
     return holder[0]

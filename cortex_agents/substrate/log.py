@@ -189,18 +189,25 @@ class SubstrateLog(Sequence[Event]):
             InvalidArgument: an item is neither an event nor an event dict, or
                 holds a value that cannot be stored.
         """
-        new = [_as_event(e) for e in events]
-        if not new:
+        items = tuple(events)
+        if not items:
             return self
-        buffer, end = self._buffer, self._length + len(new)
-        if len(buffer.events) >= end and self._holds(new):
-            return SubstrateLog._view(buffer, end)  # validated when they were first appended
+        buffer, end = self._buffer, self._length + len(items)
+        if len(buffer.events) >= end:  # the branch goes on past this view: maybe with these
+            if buffer.made_from(self._length, items):
+                return SubstrateLog._view(buffer, end)  # these very items, appended here already
+            new = [_as_event(e) for e in items]
+            if self._holds(new):
+                return SubstrateLog._view(buffer, end)  # validated when they were first appended
+        else:
+            new = [_as_event(e) for e in items]
         state = fold(new, self.state)  # validates before anything is shared
         with buffer.lock:
             if not buffer.sealed and len(buffer.events) == self._length:
                 buffer.events.extend(new)
             else:  # a fork of an older view: copy the prefix once
                 buffer = buffer.fork(self._length, new)
+            buffer.record_source(self._length, items)
         buffer.remember(end, state)
         return SubstrateLog._view(buffer, end)
 

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cortex_agents.errors import InvalidArgument
+from cortex_agents.errors import InvalidArgument, InvalidEvent
 from cortex_agents.substrate import (
     EdgeAdded,
     NodeScheduled,
@@ -24,6 +24,7 @@ from cortex_agents.substrate import (
     StageStarted,
     SubstrateLog,
     ToolCallMade,
+    event_to_dict,
     fold,
 )
 from cortex_agents.substrate.branch import EMPTY_DIGEST, STATE_CACHE, chain_digest
@@ -145,6 +146,21 @@ def test_appending_events_the_branch_already_holds_adopts_them_instead_of_copyin
     other = root.appended([StageStarted(node_id="a", at=at(9))])  # different: a fork
     assert other.branch is not ahead.branch
     assert list(ahead) == [*root, *step] and len(root) == 1
+
+
+def test_the_same_update_objects_twice_are_adopted_only_where_they_were_appended():
+    # LangGraph hands a step's update to the reducer twice (conditional edges, then the
+    # channel); the second call adopts by identity, but only after the same view
+    root = SubstrateLog([NodeScheduled(node_id="a", kind="k", at=at(0))])
+    update = [event_to_dict(NodeScheduled(node_id="b", kind="k", at=at(1)))]
+    first = root.appended(update)
+    second = root.appended(update)
+    assert second.branch is first.branch and second == first and len(second) == 2
+    with pytest.raises(InvalidEvent, match="b"):  # after itself it is a duplicate node
+        first.appended(update)
+    equal_copy = [dict(update[0])]  # equal, not identical: compared as stored JSON instead
+    assert root.appended(equal_copy).branch is first.branch
+    assert root.appended([{**update[0], "kind": "other"}]).branch is not first.branch
 
 
 class Settled:
