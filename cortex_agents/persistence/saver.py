@@ -53,12 +53,10 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
     DeltaChannelHistory,
 )
-from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from cortex_agents.errors import InvalidArgument
 from cortex_agents.persistence.locks import ProcessLocks, ThreadLocks
-from cortex_agents.persistence.store import EMPTY_CURSOR, Cursor, SubstrateStore, encode_event
-from cortex_agents.substrate.events import Event
+from cortex_agents.persistence.store import EMPTY_CURSOR, Cursor, SubstrateStore
 from cortex_agents.substrate.log import SubstrateLog
 
 __all__ = ["DEFAULT_CHANNEL", "CortexSaver"]
@@ -261,10 +259,10 @@ class CortexSaver(BaseCheckpointSaver[str]):
             "configurable": {"thread_id": key[0], "checkpoint_ns": key[1], "checkpoint_id": key[2]}
         }
 
-    def _appendix(
-        self, checkpoint: Checkpoint, parent: _Parent | None
-    ) -> tuple[Cursor, Sequence[Event]]:
-        """Where the checkpoint's log goes on from, and the events it adds there.
+    def _store_value(
+        self, thread_id: str, ns: str, checkpoint: Checkpoint, parent: _Parent | None
+    ) -> Checkpoint:
+        """Append the checkpoint's new events; return the checkpoint with a cursor in place of the log.
 
         ``parent`` is the parent checkpoint's cursor and log (``None``: no
         parent, or one without a substrate).
@@ -273,59 +271,10 @@ class CortexSaver(BaseCheckpointSaver[str]):
         base = EMPTY_CURSOR
         if parent is not None and _extends(value, parent[1]):
             base = parent[0]  # otherwise a new root branch, never a splice
-        return base, value.since(base.seq)
-
-    def _with_cursor(self, checkpoint: Checkpoint, cursor: Cursor) -> Checkpoint:
-        """The checkpoint with ``cursor`` in place of its log."""
+        cursor = self.store.append(thread_id, ns, base, value.since(base.seq))
+        self._remember((thread_id, ns, checkpoint["id"]), cursor, value)
         values = {**checkpoint["channel_values"], self.channel: cursor.encode()}
         return {**checkpoint, "channel_values": values}
-
-    def _store_value(
-        self, thread_id: str, ns: str, checkpoint: Checkpoint, parent: _Parent | None
-    ) -> Checkpoint:
-        """Append the checkpoint's new events; return the checkpoint with a cursor in place of the log."""
-        base, events = self._appendix(checkpoint, parent)
-        cursor = self.store.append(thread_id, ns, base, events)
-        self._remember(
-            (thread_id, ns, checkpoint["id"]), cursor, checkpoint["channel_values"][self.channel]
-        )
-        return self._with_cursor(checkpoint, cursor)
-
-    def _put_joint(
-        self,
-        joint_store: _JointStore,
-        where: tuple[str, str],
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-        parent: _Parent | None,
-    ) -> RunnableConfig:
-        """Events and checkpoint in one transaction, with one sync.
-
-        Only database work happens inside it: the events are encoded and the
-        checkpoint serialised before the connection's lock is taken (while a
-        step's pending writes may still be committing on it). The checkpoint
-        is serialised with the cursor it gets when its events extend their
-        branch at the head, the usual case; a fork, or a thread's first
-        events, re-serialise it with the cursor the store gives.
-        """
-        thread_id, ns = where
-        base, events = self._appendix(checkpoint, parent)
-        bodies = [encode_event(e) for e in events]
-        expected = base if not events else Cursor(base.branch, base.seq + len(events))
-        guessed = self._with_cursor(checkpoint, expected)
-        serde = self.inner.serde
-        if base.branch or not events:
-            serde = _Preserialised(serde, guessed)
-        with joint_store.atomic(serde) as joint:
-            cursor = self.store.append(thread_id, ns, base, events, bodies=bodies)
-            stored = guessed if cursor == expected else self._with_cursor(checkpoint, cursor)
-            saved = joint.put(config, stored, metadata, new_versions)
-        self._remember(
-            (thread_id, ns, checkpoint["id"]), cursor, checkpoint["channel_values"][self.channel]
-        )
-        return saved
 
     def _substrate_value(self, checkpoint: Checkpoint) -> SubstrateLog | None:
         value = checkpoint["channel_values"].get(self.channel)
@@ -370,11 +319,11 @@ class CortexSaver(BaseCheckpointSaver[str]):
                 parent = self._recall(key) or self._parent_from(
                     key, self.inner.get_tuple(self._parent_config(key))
                 )
-            joint_store = self._joint
-            if joint_store is not None:
-                return self._put_joint(
-                    joint_store, (thread_id, ns), config, checkpoint, metadata, new_versions, parent
-                )
+            if self._joint is not None:
+                # one transaction, one sync: the events and the checkpoint commit together
+                with self._joint.atomic(self.inner.serde) as joint:
+                    stored = self._store_value(thread_id, ns, checkpoint, parent)
+                    return joint.put(config, stored, metadata, new_versions)
             checkpoint = self._store_value(thread_id, ns, checkpoint, parent)
         return self.inner.put(config, checkpoint, metadata, new_versions)
 
@@ -564,24 +513,3 @@ def _extends(value: SubstrateLog, base: SubstrateLog) -> bool:
     in their chain hashes, so a value is never spliced onto the wrong fork.
     """
     return value.extends(base)
-
-
-class _Preserialised:
-    """The saver's serializer, with one checkpoint serialised in advance.
-
-    ``dumps_typed`` of that very object returns what was computed when this
-    was built (outside any lock); everything else is the serializer's own.
-    """
-
-    def __init__(self, serde: SerializerProtocol, checkpoint: Checkpoint) -> None:
-        self._serde = serde
-        self._checkpoint = checkpoint
-        self._typed = serde.dumps_typed(checkpoint)
-
-    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
-        """The serialisation made in advance for that checkpoint; the serializer's otherwise."""
-        return self._typed if obj is self._checkpoint else self._serde.dumps_typed(obj)
-
-    def loads_typed(self, data: tuple[str, bytes]) -> Any:
-        """The serializer's."""
-        return self._serde.loads_typed(data)

@@ -231,20 +231,12 @@ class SubstrateStore(ABC):
         return chain
 
     def append(
-        self,
-        thread_id: str,
-        checkpoint_ns: str,
-        parent: Cursor | None,
-        events: Sequence[Event],
-        *,
-        bodies: Sequence[str] | None = None,
+        self, thread_id: str, checkpoint_ns: str, parent: Cursor | None, events: Sequence[Event]
     ) -> Cursor:
         """Store ``events`` after ``parent`` and return the new cursor.
 
         The events must already be valid (folded) after the parent's; the
         database checks integrity again. Appending nothing returns ``parent``.
-        ``bodies`` are the events' :func:`encode_event`, when the caller has
-        them already (encoded before a lock was taken).
 
         Raises:
             StorageError: an integrity failure (the transaction is rolled back).
@@ -253,10 +245,7 @@ class SubstrateStore(ABC):
         parent = parent or EMPTY_CURSOR
         if not events:
             return parent
-        if bodies is None:
-            bodies = [encode_event(e) for e in events]
-        elif len(bodies) != len(events):
-            raise InvalidArgument("bodies", "must hold one body per event", len(bodies))
+        bodies = [encode_event(e) for e in events]
         start = parent.seq
         with self._lock:
             created: list[int] = []
@@ -286,7 +275,7 @@ class SubstrateStore(ABC):
         checkpoint_ns: str,
         parent: Cursor,
         events: Sequence[Event],
-        bodies: Sequence[str],
+        bodies: list[str],
         created: list[int],
     ) -> tuple[int, bool]:
         """One append's transaction: the branch, and whether the events were already there."""

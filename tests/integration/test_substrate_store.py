@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cortex_agents.errors import InvalidArgument, StorageError
+from cortex_agents.errors import StorageError
 from cortex_agents.persistence import Cursor, open_saver
-from cortex_agents.persistence.store import encode_event
 from cortex_agents.substrate import EdgeAdded, SubstrateLog, event_from_dict
 from tests.graphs import expected_log, stage_events
 from tests.helpers import at
@@ -29,17 +28,6 @@ def test_append_extends_the_head_and_reads_back_exactly(open_db):
         # appending nothing writes nothing
         assert store.append("t", "", second, []) == second
         assert store.counts()["events"] == 7
-
-
-def test_bodies_encoded_in_advance_must_match_the_events_one_for_one(open_db):
-    with open_db() as saver:
-        store = saver.store
-        with pytest.raises(InvalidArgument, match="bodies"):
-            store.append("t", "", None, events(0), bodies=[])
-        assert store.counts()["events"] == 0
-        given = [encode_event(e) for e in events(0)]
-        first = store.append("t", "", None, events(0), bodies=given)
-        assert store.read("t", "", first) == expected_log(1)
 
 
 def test_a_non_head_parent_forks_and_the_lines_never_mix(open_db):
