@@ -108,6 +108,28 @@ app = typer.Typer(
 memory_app = typer.Typer(help="Query memory.", no_args_is_help=True)
 app.add_typer(memory_app, name="memory")
 
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        from cortex_agents import __version__
+
+        typer.echo(f"cortex-agents {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_print_version,
+        is_eager=True,
+        help="Print the installed version and exit.",
+    ),
+) -> None:
+    """Graph memory for LangGraph agents."""
+
+
 stdout = Console(highlight=False, soft_wrap=True)
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 

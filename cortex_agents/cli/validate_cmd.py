@@ -1,4 +1,4 @@
-"""``cortex-agents validate SNAPSHOT`` and ``cortex-agents validate DB --thread T``."""
+"""``cortex-agents validate SNAPSHOT`` and ``cortex-agents validate DB [--thread T]``."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import typer
 
 from cortex_agents.cli.app import app, fail_cleanly, stderr, stdout
 from cortex_agents.cli.db_cmds import open_database
-from cortex_agents.errors import InvalidArgument, InvalidSnapshot
+from cortex_agents.errors import InvalidSnapshot
 from cortex_agents.persistence import is_postgres_url
-from cortex_agents.persistence.validation import ThreadReport, validate_thread
+from cortex_agents.persistence.validation import ThreadReport, stored_threads, validate_thread
 from cortex_agents.snapshot_file import SQLITE_HEADER, load_snapshot
 
 __all__ = ["validate"]
@@ -29,10 +29,6 @@ def _is_database(target: str) -> bool:
 
 
 def _file(snapshot: str, as_json: bool) -> None:
-    if _is_database(snapshot):
-        raise InvalidArgument(
-            "--thread", "is required: the target is a database; name the thread to validate", None
-        )
     try:
         document = load_snapshot(snapshot)
     except InvalidSnapshot as exc:
@@ -78,31 +74,39 @@ def validate(
         str,
         typer.Argument(
             metavar="SNAPSHOT|DB",
-            help="A snapshot file (JSON), or with --thread a database (SQLite file or "
-            "postgresql:// URL).",
+            help="A snapshot file (JSON), or a database (SQLite file or postgresql:// URL).",
         ),
     ],
     thread: Annotated[
         str | None,
-        typer.Option("--thread", help="Validate this stored thread of the database TARGET."),
+        typer.Option(
+            "--thread",
+            help="Validate only this stored thread of the database TARGET (default: every thread).",
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
-    """Check a snapshot file, or a stored thread; list every problem with its location.
+    """Check a snapshot file, or a database's stored threads; list every problem with its location.
 
-    A stored thread is checked as its export would be (so it is valid exactly
+    A database is checked thread by thread: every thread, or only the one
+    named by --thread (with --json: a list of reports, or that thread's
+    report). A stored thread is checked as its export would be (so it is valid exactly
     when its export imports), plus its database's integrity and every row a
     forensic import quarantined in it (dangling edges, cycles, orphans).
     """
     with fail_cleanly():
-        if thread is None:
+        if thread is None and not _is_database(target):
             _file(target, as_json)
             return
         with open_database(target) as saver:
-            report = validate_thread(saver, thread)
+            names = [thread] if thread is not None else stored_threads(saver)
+            reports = [validate_thread(saver, name) for name in names]
     if as_json:
-        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
-    else:
+        shown = reports[0].to_dict() if thread is not None else [r.to_dict() for r in reports]
+        print(json.dumps(shown, indent=2, ensure_ascii=False))
+    elif not reports:
+        stdout.print(f"valid: no threads in {target}", markup=False)
+    for report in [] if as_json else reports:
         _print_thread(target, report)
-    if not report.valid:
+    if not all(report.valid for report in reports):
         raise typer.Exit(1)

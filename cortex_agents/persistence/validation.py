@@ -1,6 +1,7 @@
 """Validate a stored thread (seed 004's ``validate_graph``), with the same located report as a file.
 
-:func:`validate_thread` reads a thread at its latest checkpoint and reports:
+:func:`validate_thread` reads a thread at its latest checkpoint and reports
+(:func:`stored_threads` names every thread it accepts):
 
 * what stops it being read at all — missing or damaged substrate rows, an
   event log that does not fold (location ``substrate``), a SQLite file that
@@ -32,7 +33,7 @@ from cortex_agents.persistence.transfer import (
 )
 from cortex_agents.snapshot_file import dump_snapshot, validate_snapshot
 
-__all__ = ["ThreadReport", "validate_thread"]
+__all__ = ["ThreadReport", "stored_threads", "validate_thread"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,3 +134,8 @@ def validate_thread(saver: CortexSaver, thread_id: str) -> ThreadReport:
         quarantined,
         orphans,
     )
+
+
+def stored_threads(saver: CortexSaver) -> list[str]:
+    """Every thread :func:`validate_thread` accepts: substrate rows and a checkpoint (code-point order)."""
+    return [t for t in saver.store.threads() if saver.inner.get_tuple(thread_config(t)) is not None]

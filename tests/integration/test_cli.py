@@ -286,3 +286,15 @@ def test_console_entry_point_runs_as_a_module():
     rows = json.loads(done.stdout)
     assert [row["node_id"] for row in rows] == [m.node_id for m in expected]
     assert {row["node_id"] for row in rows} <= {"analyst-a", "analyst-b", "analyst-c"}
+
+
+def test_version_prints_the_installed_version_and_runs_no_command():
+    import importlib.metadata
+
+    import cortex_agents
+
+    result = invoke("--version")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == f"cortex-agents {cortex_agents.__version__}\n"
+    # the module's version is the distribution's (pyproject.toml), not a second truth
+    assert cortex_agents.__version__ == importlib.metadata.version("cortex-agents")

@@ -108,8 +108,28 @@ def test_validate_a_stored_thread_gives_the_same_located_report(durable_database
     ]
     missing = cli("validate", durable_database, "--thread", "nope")
     assert missing.exit_code == 1 and "no thread 'nope'" in missing.stderr
-    bare = cli("validate", durable_database)
-    assert bare.exit_code == 1 and "`--thread` is required" in bare.stderr
+    # without --thread: every thread, each with its report; invalid if one is
+    every = cli("validate", durable_database)
+    assert every.exit_code == 1
+    assert "valid: thread 'clean'" in every.stdout
+    assert f"invalid thread 't' in {durable_database} (4 problems):" in every.stderr
+    reports = json.loads(cli("validate", durable_database, "--json").stdout)
+    assert [(r["thread_id"], r["valid"]) for r in reports] == [("clean", True), ("t", False)]
+
+
+def test_validate_a_database_without_threads_or_with_valid_ones_exits_0(tmp_path):
+    db = tmp_path / "v.db"
+    assert cli("import", EXAMPLE, db, "--thread", "a").exit_code == 0
+    assert cli("import", EXAMPLE, db, "--thread", "b").exit_code == 0
+    both = cli("validate", db)
+    assert both.exit_code == 0, both.output
+    assert both.stdout.count("valid: thread") == 2
+    with open_saver(db) as saver:
+        saver.delete_thread("a")
+        saver.delete_thread("b")
+    empty = cli("validate", db)
+    assert empty.exit_code == 0 and f"valid: no threads in {db}" in empty.stdout
+    assert json.loads(cli("validate", db, "--json").stdout) == []
 
 
 def test_an_orphan_node_is_reported_by_import_and_by_validate(tmp_path):
