@@ -16,10 +16,13 @@ take labels at the end and leave room for about eight million more.
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Sequence
 from typing import Final
 
 import numpy as np
 import numpy.typing as npt
+
+from cortex_agents.errors import InvalidArgument
 
 __all__ = ["IdOrder"]
 
@@ -75,12 +78,29 @@ class IdOrder:
         labels[position] = label
         self.labels = labels
 
-    def fork(self, count: int) -> IdOrder:
-        """A new order holding the first ``count`` ids added, with their labels."""
+    def fork(self, count: int, later: Sequence[str]) -> IdOrder:
+        """A new order holding the first ``count`` ids added, with their labels.
+
+        ``later`` are the ids added after those (their owner keeps them in
+        arrival order). A fork near the end — a retried step, parallel tool
+        calls on one state — copies the sorted lists and takes those few out;
+        an older one keeps what it needs in one pass.
+        """
         other = IdOrder()
-        kept = [(i, p) for i, p in zip(self._sorted, self._sorted_at, strict=True) if p < count]
-        other._sorted = [i for i, _ in kept]
-        other._sorted_at = [p for _, p in kept]
+        if len(later) != self._count - count:
+            raise InvalidArgument(
+                "later", f"must hold the {self._count - count} ids added after {count}", len(later)
+            )
+        if len(later) * 16 <= count:
+            other._sorted, other._sorted_at = list(self._sorted), list(self._sorted_at)
+            for node_id in later:
+                slot = bisect_left(other._sorted, node_id)
+                del other._sorted[slot]
+                del other._sorted_at[slot]
+        else:
+            kept = [(i, p) for i, p in zip(self._sorted, self._sorted_at, strict=True) if p < count]
+            other._sorted = [i for i, _ in kept]
+            other._sorted_at = [p for _, p in kept]
         other._count = count
         other.labels = np.zeros(max(16, len(self.labels)), dtype=np.int64)
         other.labels[:count] = self.labels[:count]

@@ -197,7 +197,7 @@ class MemoryIndex:
             other.outputs = self.outputs[:n]
             other.ready = self.ready[:ready]
             other.ready_tick = self.ready_tick.copy(ready)
-            other.order = self.order.fork(n)
+            other.order = self.order.fork(n, self.ids[n:])
             other.depths = self.depths.fork(n, length)
             other.src, other.dst = self.src[:e], self.dst[:e]
             other.src_col, other.dst_col = self.src_col.copy(e), self.dst_col.copy(e)
@@ -211,8 +211,8 @@ class MemoryIndex:
             ]
             other.removal_ticks = [t for t, _ in kept]
             other.removal_edges = [k for _, k in kept]
-            other.out = [edges[: bisect_left(edges, e)] for edges in self.out[:n]]
-            other.inc = [edges[: bisect_left(edges, e)] for edges in self.inc[:n]]
+            other.out = _cut(self.out, n, e, self.src)
+            other.inc = _cut(self.inc, n, e, self.dst)
             other.live_edges = e - len(other.removed)
             for extractor, fields in self._fields.items():
                 other._fields[extractor] = fields.fork(self, n, ready, length)
@@ -398,3 +398,22 @@ class MemoryIndex:
                 self._fields.move_to_end(extractor)
             fields.catch_up(self)
             return fields
+
+
+def _cut(lists: list[list[int]], n: int, e: int, ends: list[int]) -> list[list[int]]:
+    """Copies of the first ``n`` per-node edge lists without the edges from ordinal ``e`` on.
+
+    Each list holds increasing ordinals, so a later edge sits at the end of
+    the list of its endpoint (``ends[k]`` for edge ``k``): copy everything,
+    then take from the end of the lists those edges touch. A fork near the
+    end (a retried step, parallel tool calls) touches few lists.
+    """
+    if (len(ends) - e) * 4 > n:  # an older fork: cut each list once
+        return [edges[: bisect_left(edges, e)] for edges in lists[:n]]
+    kept = list(map(list.copy, lists[:n]))
+    for node in set(ends[e:]):
+        if node < n:
+            edges = kept[node]
+            while edges and edges[-1] >= e:
+                edges.pop()
+    return kept

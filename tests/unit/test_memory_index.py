@@ -258,13 +258,18 @@ def test_a_hand_built_snapshot_with_a_cycle_is_refused_for_every_query():
         query_vectorised(snap, "c")
 
 
-def test_a_fork_carries_the_index_as_of_its_fork_point_and_stays_exact():
+@pytest.mark.parametrize("where", ["anywhere", "near the end"])
+def test_a_fork_carries_the_index_as_of_its_fork_point_and_stays_exact(where):
+    # near the end: a retried step or parallel tool calls on one state (the fork copies
+    # and trims the few later entries); anywhere: an older fork (it keeps what it needs)
     rng = random.Random(23)
     events = random_run(rng, 400)
     log = SubstrateLog(events)
     assert_view_exact(log, queries=4, rng=rng)  # the index, its fields and vectors, all built
     parent = log.branch._derived[MEMORY_INDEX]
-    for cut in sorted(rng.sample(range(1, len(events)), 12)):
+    n = len(events)
+    cuts = rng.sample(range(1, n), 12) if where == "anywhere" else range(n - 12, n)
+    for cut in sorted(cuts):
         state, batch = log.prefix(cut).state, []
         for step in range(rng.randint(1, 6)):  # the fork goes on differently
             event = next_event(state, rng, 10_000 + cut * 10 + step)
