@@ -106,11 +106,14 @@ class FieldsIndex:
         other.evidence = self.evidence[:size]
         other.projected = self.projected[:size]
         other.vocabulary = dict(self.vocabulary)
-        arrived = parent.output_tick.data
-        other.postings = []
-        for posting in self.postings:  # each in arrival order: cut at the fork's length
-            owners = posting.prefix()
-            other.postings.append(posting.copy(int(np.searchsorted(arrived[owners], length))))
+        if self.done <= ready:  # every output read arrived before the fork: whole postings
+            other.postings = [posting.copy(posting.size) for posting in self.postings]
+        else:
+            arrived = parent.output_tick.data
+            other.postings = []
+            for posting in self.postings:  # each in arrival order: cut at the fork's length
+                owners = posting.prefix()
+                other.postings.append(posting.copy(int(np.searchsorted(arrived[owners], length))))
         other._kind_routing = dict(self._kind_routing)
         other._vectors = OrderedDict()
         for scorer_id, held in self._vectors.items():

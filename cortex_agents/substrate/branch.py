@@ -144,13 +144,18 @@ class Branch:
         """A new, unsealed branch: this one's first ``length`` events, then ``events``.
 
         Hashes and times already computed for the shared prefix are copied,
-        not recomputed; states start afresh; a derived structure that can
-        ``fork`` is carried over as of the shared prefix (the others start afresh).
+        not recomputed; the nearest cached state within the shared prefix is
+        shared (states are immutable), so the fork folds from there, not from
+        the first event; a derived structure that can ``fork`` is carried over
+        as of the shared prefix (the others start afresh).
         """
         with self.lock:
             other = Branch([*self.events[:length], *events])
             other._digests = self._digests[: DIGEST_SIZE * length]
             other._latest = self._latest[:length]
+            base = max((k for k in self._states if k <= length), default=0)
+            if base:
+                other._states[base] = self._states[base]
             for key, structure in self._derived.items():
                 carry = getattr(structure, "fork", None)
                 if carry is not None:

@@ -148,6 +148,17 @@ def test_appending_events_the_branch_already_holds_adopts_them_instead_of_copyin
     assert list(ahead) == [*root, *step] and len(root) == 1
 
 
+def test_a_fork_starts_from_the_parents_cached_state_not_from_the_first_event():
+    events = random_run(random.Random(5), 200)
+    log = SubstrateLog(events)
+    cut = 150
+    at_cut = log.prefix(cut).state  # cached on the parent branch
+    fork = log.prefix(cut).appended([NodeScheduled(node_id="fork-only", kind="k", at=at(999))])
+    assert fork.branch is not log.branch
+    assert fork.prefix(cut).state is at_cut  # shared, not folded again
+    assert fork.prefix(cut).state == fold(events[:cut])
+
+
 def test_the_same_update_objects_twice_are_adopted_only_where_they_were_appended():
     # LangGraph hands a step's update to the reducer twice (conditional edges, then the
     # channel); the second call adopts by identity, but only after the same view
