@@ -21,8 +21,10 @@ what a stage would, from the state:
    a turn taking the k-th free id, so parallel calls never collide. It is
    linked after :attr:`GraphBinding.after` (default: the latest settled work
    that is not the agent's: completed nodes of another kind with no completed
-   successor of another kind), so an agent's lookups hang off the work they
-   consult and never crowd each other's memory.
+   successor of another kind, kept on the branch by
+   :mod:`~cortex_agents.tools.latest_work` at the cost of the events since the
+   previous call), so an agent's lookups hang off the work they consult and
+   never crowd each other's memory.
 3. **The snapshot.** The stage is scheduled in a frontier of the log as
    LangGraph handed it to the tool node, and the memory handle is bound on it
    exactly as a stage's is (:func:`~cortex_agents.runtime.stage.bind_context`):
@@ -80,6 +82,7 @@ from cortex_agents.substrate.log import SubstrateLog
 from cortex_agents.substrate.records import NodeId
 from cortex_agents.substrate.state import GraphState
 from cortex_agents.tools.journal import call_summary, tool_call_event
+from cortex_agents.tools.latest_work import latest_work
 from cortex_agents.tools.results import (
     bounded_json,
     error_content,
@@ -168,20 +171,6 @@ def _free_id(state: GraphState, base: str, skip: int) -> NodeId:
     candidates = (base if n == 1 else f"{base}#{n}" for n in itertools.count(1))
     free = (c for c in candidates if c not in state.nodes)
     return NodeId(next(itertools.islice(free, skip, None)))
-
-
-def _latest_work(state: GraphState, agent_kind: str) -> list[NodeId]:
-    """Completed nodes of another kind than the agent's, with no completed successor of another kind.
-
-    One pass over the nodes and one over the edges (in scheduling order).
-    """
-    work = {
-        node_id
-        for node_id, node in state.nodes.items()
-        if node.status == "completed" and node.kind != agent_kind
-    }
-    covered = {e.source for e in state.edges if e.source in work and e.target in work}
-    return [n for n in state.nodes if n in work and n not in covered]
 
 
 class _GraphArgs(BaseModel):
@@ -322,7 +311,7 @@ class GraphBoundTool(BaseTool):
         )
         node_id = _free_id(graph, agent, self._slot(runtime, message, call_id))
         configured = binding.after(state) if callable(binding.after) else binding.after
-        after = list(configured) if configured is not None else _latest_work(graph, binding.kind)
+        after = list(configured if configured is not None else latest_work(log, binding.kind))
         missing = [s for s in after if s not in graph.nodes]
         if missing:
             raise InvalidArgument(
