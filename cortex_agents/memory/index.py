@@ -128,6 +128,10 @@ class MemoryIndex:
         self.removal_edges: list[int] = []  # the edge each removal removed, in removal order
         self.out: list[list[int]] = []  # per node: ordinals of its edges out, in order
         self.inc: list[list[int]] = []  # per node: ordinals of its edges in, in order
+        # nodes whose `out` / `inc` list this index may append to in place; any other
+        # list may be shared with a fork (or the index forked from) and is copied first
+        self._own_out: set[int] = set()
+        self._own_inc: set[int] = set()
         self.live_edges = 0
         self._fields: OrderedDict[Extractor, FieldsIndex] = OrderedDict()
         self._broken: str | None = None
@@ -211,8 +215,10 @@ class MemoryIndex:
             ]
             other.removal_ticks = [t for t, _ in kept]
             other.removal_edges = [k for _, k in kept]
-            other.out = _cut(self.out, n, e, self.src)
-            other.inc = _cut(self.inc, n, e, self.dst)
+            other.out, other._own_out = _cut(self.out, n, e, self.src)
+            other.inc, other._own_inc = _cut(self.inc, n, e, self.dst)
+            self._own_out.clear()  # the fork shares the other lists: both copy before writing
+            self._own_inc.clear()
             other.live_edges = e - len(other.removed)
             for extractor, fields in self._fields.items():
                 other._fields[extractor] = fields.fork(self, n, ready, length)
@@ -285,6 +291,8 @@ class MemoryIndex:
             column.append(NEVER)
         self.outputs.append(None)
         self.order.add(node_id)
+        self._own_out.add(len(self.out))
+        self._own_inc.add(len(self.inc))
         self.out.append([])
         self.inc.append([])
         self.depths.add(tick)
@@ -304,8 +312,8 @@ class MemoryIndex:
         self.dst_col.append(v)
         self.edge_tick.append(tick)
         self.removed_tick.append(NEVER)
-        self.out[u].append(e)
-        self.inc[v].append(e)
+        _append(self.out, self._own_out, u, e)
+        _append(self.inc, self._own_inc, v, e)
         self.live_edges += 1
         if deepen and self.depths.value.data[u] >= self.depths.value.data[v]:
             self.depths.update(v, tick, self._live_sources, self._live_targets)
@@ -400,20 +408,33 @@ class MemoryIndex:
             return fields
 
 
-def _cut(lists: list[list[int]], n: int, e: int, ends: list[int]) -> list[list[int]]:
-    """Copies of the first ``n`` per-node edge lists without the edges from ordinal ``e`` on.
+def _cut(
+    lists: list[list[int]], n: int, e: int, ends: list[int]
+) -> tuple[list[list[int]], set[int]]:
+    """The first ``n`` per-node edge lists without the edges from ordinal ``e`` on, and which are new.
 
     Each list holds increasing ordinals, so a later edge sits at the end of
-    the list of its endpoint (``ends[k]`` for edge ``k``): copy everything,
-    then take from the end of the lists those edges touch. A fork near the
-    end (a retried step, parallel tool calls) touches few lists.
+    the list of its endpoint (``ends[k]`` for edge ``k``): only those lists
+    are cut (new lists, the fork's own); every other list is shared with the
+    index forked from, and copied by whichever side appends to it first
+    (:func:`_append`). A fork costs its nodes' references and the later
+    edges, not a copy of every list: a retried step or parallel tool calls
+    on one state fork near the end.
     """
-    if (len(ends) - e) * 4 > n:  # an older fork: cut each list once
-        return [edges[: bisect_left(edges, e)] for edges in lists[:n]]
-    kept = list(map(list.copy, lists[:n]))
+    kept = lists[:n]
+    own = set()
     for node in set(ends[e:]):
         if node < n:
             edges = kept[node]
-            while edges and edges[-1] >= e:
-                edges.pop()
-    return kept
+            kept[node] = edges[: bisect_left(edges, e)]
+            own.add(node)
+    return kept, own
+
+
+def _append(lists: list[list[int]], own: set[int], node: int, edge: int) -> None:
+    """Append ``edge`` to ``node``'s list, copying it first unless it is this index's own."""
+    if node not in own:
+        lists[node] = [*lists[node], edge]
+        own.add(node)
+    else:
+        lists[node].append(edge)
