@@ -61,7 +61,8 @@ COMMANDS: Final[dict[str, tuple[str, str]]] = {
     ),
     "validate": (
         "validate_cmd",
-        "Check a snapshot file, or a stored thread; list every problem with its location.",
+        "Check a snapshot file, or a database's stored threads; list every problem with its "
+        "location.",
     ),
     "memory": ("memory_cmd", "Query memory."),
 }
