@@ -128,10 +128,11 @@ class MemoryIndex:
         self.removal_edges: list[int] = []  # the edge each removal removed, in removal order
         self.out: list[list[int]] = []  # per node: ordinals of its edges out, in order
         self.inc: list[list[int]] = []  # per node: ordinals of its edges in, in order
-        # nodes whose `out` / `inc` list this index may append to in place; any other
-        # list may be shared with a fork (or the index forked from) and is copied first
-        self._own_out: set[int] = set()
-        self._own_inc: set[int] = set()
+        # `out` / `inc` lists of nodes below this ordinal may be shared with a fork (or the
+        # index forked from): each is copied before this index first appends to it
+        self._shared_below = 0
+        self._copied_out: set[int] = set()
+        self._copied_inc: set[int] = set()
         self.live_edges = 0
         self._fields: OrderedDict[Extractor, FieldsIndex] = OrderedDict()
         self._broken: str | None = None
@@ -215,10 +216,13 @@ class MemoryIndex:
             ]
             other.removal_ticks = [t for t, _ in kept]
             other.removal_edges = [k for _, k in kept]
-            other.out, other._own_out = _cut(self.out, n, e, self.src)
-            other.inc, other._own_inc = _cut(self.inc, n, e, self.dst)
-            self._own_out.clear()  # the fork shares the other lists: both copy before writing
-            self._own_inc.clear()
+            other.out, other._copied_out = _cut(self.out, n, e, self.src)
+            other.inc, other._copied_inc = _cut(self.inc, n, e, self.dst)
+            other._shared_below = n
+            # the fork shares the other lists of its nodes: both sides copy before writing
+            self._shared_below = max(self._shared_below, n)
+            self._copied_out.clear()
+            self._copied_inc.clear()
             other.live_edges = e - len(other.removed)
             for extractor, fields in self._fields.items():
                 other._fields[extractor] = fields.fork(self, n, ready, length)
@@ -291,8 +295,6 @@ class MemoryIndex:
             column.append(NEVER)
         self.outputs.append(None)
         self.order.add(node_id)
-        self._own_out.add(len(self.out))
-        self._own_inc.add(len(self.inc))
         self.out.append([])
         self.inc.append([])
         self.depths.add(tick)
@@ -312,8 +314,8 @@ class MemoryIndex:
         self.dst_col.append(v)
         self.edge_tick.append(tick)
         self.removed_tick.append(NEVER)
-        _append(self.out, self._own_out, u, e)
-        _append(self.inc, self._own_inc, v, e)
+        _append(self.out, u, e, self._shared_below, self._copied_out)
+        _append(self.inc, v, e, self._shared_below, self._copied_inc)
         self.live_edges += 1
         if deepen and self.depths.value.data[u] >= self.depths.value.data[v]:
             self.depths.update(v, tick, self._live_sources, self._live_targets)
@@ -411,7 +413,7 @@ class MemoryIndex:
 def _cut(
     lists: list[list[int]], n: int, e: int, ends: list[int]
 ) -> tuple[list[list[int]], set[int]]:
-    """The first ``n`` per-node edge lists without the edges from ordinal ``e`` on, and which are new.
+    """The first ``n`` per-node edge lists without the edges from ordinal ``e`` on, and the cut ones.
 
     Each list holds increasing ordinals, so a later edge sits at the end of
     the list of its endpoint (``ends[k]`` for edge ``k``): only those lists
@@ -422,19 +424,21 @@ def _cut(
     on one state fork near the end.
     """
     kept = lists[:n]
-    own = set()
+    cut = set()
     for node in set(ends[e:]):
         if node < n:
             edges = kept[node]
             kept[node] = edges[: bisect_left(edges, e)]
-            own.add(node)
-    return kept, own
+            cut.add(node)
+    return kept, cut
 
 
-def _append(lists: list[list[int]], own: set[int], node: int, edge: int) -> None:
-    """Append ``edge`` to ``node``'s list, copying it first unless it is this index's own."""
-    if node not in own:
+def _append(
+    lists: list[list[int]], node: int, edge: int, shared_below: int, copied: set[int]
+) -> None:
+    """Append ``edge`` to ``node``'s list; a list that may be shared is copied first, once."""
+    if node < shared_below and node not in copied:
         lists[node] = [*lists[node], edge]
-        own.add(node)
+        copied.add(node)
     else:
         lists[node].append(edge)
