@@ -75,8 +75,9 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(tmp_path, crash_
         child = start(db, executions)
         line = child.stdout.readline()  # "running ..." once the run has begun
         time.sleep(rng.uniform(0.02, 0.35))
-        if child.poll() is not None:
-            break  # it finished before the kill
+        if child.poll() is not None:  # it finished before the kill
+            child.stdout.close()
+            break
         os.kill(child.pid, signal.SIGKILL)
         child.wait()
         child.stdout.close()
