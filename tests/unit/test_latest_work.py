@@ -12,11 +12,17 @@ import random
 
 import pytest
 
-from cortex_agents.substrate import NodeScheduled, StageCompleted, StageStarted, SubstrateLog, fold
+from cortex_agents.substrate import (
+    EdgeAdded,
+    NodeScheduled,
+    StageCompleted,
+    StageStarted,
+    SubstrateLog,
+)
 from cortex_agents.substrate.state import GraphState
 from cortex_agents.tools.latest_work import latest_work
 from tests.helpers import at
-from tests.substrate_support import KINDS, next_event
+from tests.substrate_support import KINDS, random_run
 
 
 def scan(state: GraphState, agent_kind: str) -> tuple[str, ...]:
@@ -34,15 +40,10 @@ def scan(state: GraphState, agent_kind: str) -> tuple[str, ...]:
 def test_it_equals_a_scan_after_every_batch_on_forks_and_at_older_prefixes(seed):
     rng = random.Random(seed)
     log = SubstrateLog()
-    for step in range(80):
+    for _ in range(80):
         if len(log) and rng.random() < 0.2:  # go on from an older view: a fork
             log = log.prefix(rng.randint(0, len(log)))
-        state, batch = log.state, []
-        for i in range(rng.randint(1, 6)):
-            event = next_event(state, rng, step * 10 + i)
-            state = fold([event], state)
-            batch.append(event)
-        log = log.appended(batch)
+        log = log.appended(random_run(rng, rng.randint(1, 6), log.state))
         for kind in ("reviewer", rng.choice(KINDS)):
             assert latest_work(log, kind) == scan(log.state, kind)
             for cut in rng.sample(range(len(log) + 1), min(3, len(log) + 1)):
@@ -57,8 +58,6 @@ def test_work_completed_in_one_batch_with_its_edge_is_covered_from_the_edge_on()
             StageStarted(node_id=node_id, at=at(t)),
             StageCompleted(node_id=node_id, at=at(t), output={"text": node_id}),
         ]
-
-    from cortex_agents.substrate import EdgeAdded
 
     events = [*run("a", "analyst", 0), *run("b", "merge", 1)]
     events.append(EdgeAdded(source="a", target="b", at=at(2)))  # after both completed
