@@ -106,7 +106,8 @@ def validate(
         print(json.dumps(shown, indent=2, ensure_ascii=False))
     elif not reports:
         stdout.print(f"valid: no threads in {target}", markup=False)
-    for report in [] if as_json else reports:
-        _print_thread(target, report)
+    else:
+        for report in reports:
+            _print_thread(target, report)
     if not all(report.valid for report in reports):
         raise typer.Exit(1)
