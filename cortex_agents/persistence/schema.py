@@ -4,7 +4,7 @@
 the missing ones in order, in one transaction, and refuses a database that a
 newer cortex-agents already migrated beyond what this code knows.
 
-Tables (v1):
+Tables (v2):
 
 ``cortex_branches``
     one row per branch: its thread and namespace, its parent branch and
@@ -14,8 +14,18 @@ Tables (v1):
     compact JSON as text (JSON *text*, so output key order is kept).
 ``cortex_nodes`` / ``cortex_edges``
     one row per ``node_scheduled`` / ``edge_added`` event, each with a
-    foreign key to its event row; edges reference node rows, so the
-    database rejects an edge whose endpoints do not exist.
+    foreign key to its event row. A node row is keyed by ``(branch_pk,
+    node_id)``: the branch that scheduled it and its id. An edge names each
+    endpoint by that key, so the database rejects an edge whose endpoints do
+    not exist.
+
+v1 keyed node rows by a surrogate ``node_pk`` (an ``AUTOINCREMENT`` rowid
+with a separate unique index on ``(branch_pk, node_id)``). v2 keys them by
+what identifies them: a scheduled node costs one row in one B-tree instead
+of a row, an index entry and a ``sqlite_sequence`` update — three fewer
+pages written per step's commit on SQLite. The v2 migration copies every
+node and edge (an edge whose endpoint row is missing fails the migration,
+which then changes nothing).
 """
 
 from __future__ import annotations
@@ -40,6 +50,17 @@ class Migration:
     sqlite: tuple[str, ...]
     postgres: tuple[str, ...]
 
+
+# v1 -> v2: each edge's endpoints by (branch, node id). LEFT JOINs: an endpoint row that is
+# missing leaves a NULL, which the NOT NULL columns refuse (the migration fails, nothing lost).
+_COPY_EDGES: Final = (
+    "INSERT INTO cortex_edges_v2 "
+    "(branch_pk, seq, source_branch, source_id, target_branch, target_id) "
+    "SELECT e.branch_pk, e.seq, s.branch_pk, s.node_id, t.branch_pk, t.node_id "
+    "FROM cortex_edges AS e "
+    "LEFT JOIN cortex_nodes AS s ON s.node_pk = e.source_pk "
+    "LEFT JOIN cortex_nodes AS t ON t.node_pk = e.target_pk"
+)
 
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(
@@ -108,6 +129,68 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
                 PRIMARY KEY (branch_pk, seq),
                 FOREIGN KEY (branch_pk, seq) REFERENCES cortex_events (branch_pk, seq)
             )""",
+        ),
+    ),
+    Migration(
+        version=2,
+        name="node rows keyed by (branch, node id)",
+        sqlite=(
+            """CREATE TABLE cortex_nodes_v2 (
+                branch_pk INTEGER NOT NULL,
+                node_id TEXT NOT NULL,
+                seq INTEGER NOT NULL,
+                PRIMARY KEY (branch_pk, node_id),
+                FOREIGN KEY (branch_pk, seq) REFERENCES cortex_events (branch_pk, seq)
+            ) WITHOUT ROWID""",
+            "INSERT INTO cortex_nodes_v2 (branch_pk, node_id, seq) "
+            "SELECT branch_pk, node_id, seq FROM cortex_nodes",
+            """CREATE TABLE cortex_edges_v2 (
+                branch_pk INTEGER NOT NULL,
+                seq INTEGER NOT NULL,
+                source_branch INTEGER NOT NULL,
+                source_id TEXT NOT NULL,
+                target_branch INTEGER NOT NULL,
+                target_id TEXT NOT NULL,
+                PRIMARY KEY (branch_pk, seq),
+                FOREIGN KEY (branch_pk, seq) REFERENCES cortex_events (branch_pk, seq),
+                FOREIGN KEY (source_branch, source_id) REFERENCES cortex_nodes_v2 (branch_pk, node_id),
+                FOREIGN KEY (target_branch, target_id) REFERENCES cortex_nodes_v2 (branch_pk, node_id)
+            ) WITHOUT ROWID""",
+            _COPY_EDGES,
+            "DROP TABLE cortex_edges",
+            "DROP TABLE cortex_nodes",
+            "ALTER TABLE cortex_nodes_v2 RENAME TO cortex_nodes",
+            "ALTER TABLE cortex_edges_v2 RENAME TO cortex_edges",
+        ),
+        postgres=(
+            """CREATE TABLE cortex_nodes_v2 (
+                branch_pk BIGINT NOT NULL,
+                node_id TEXT NOT NULL,
+                seq BIGINT NOT NULL,
+                PRIMARY KEY (branch_pk, node_id),
+                FOREIGN KEY (branch_pk, seq) REFERENCES cortex_events (branch_pk, seq)
+            )""",
+            "INSERT INTO cortex_nodes_v2 (branch_pk, node_id, seq) "
+            "SELECT branch_pk, node_id, seq FROM cortex_nodes",
+            """CREATE TABLE cortex_edges_v2 (
+                branch_pk BIGINT NOT NULL,
+                seq BIGINT NOT NULL,
+                source_branch BIGINT NOT NULL,
+                source_id TEXT NOT NULL,
+                target_branch BIGINT NOT NULL,
+                target_id TEXT NOT NULL,
+                PRIMARY KEY (branch_pk, seq),
+                FOREIGN KEY (branch_pk, seq) REFERENCES cortex_events (branch_pk, seq),
+                FOREIGN KEY (source_branch, source_id) REFERENCES cortex_nodes_v2 (branch_pk, node_id),
+                FOREIGN KEY (target_branch, target_id) REFERENCES cortex_nodes_v2 (branch_pk, node_id)
+            )""",
+            _COPY_EDGES,
+            "DROP TABLE cortex_edges",
+            "DROP TABLE cortex_nodes",
+            "ALTER TABLE cortex_nodes_v2 RENAME TO cortex_nodes",
+            "ALTER TABLE cortex_edges_v2 RENAME TO cortex_edges",
+            "ALTER TABLE cortex_nodes RENAME CONSTRAINT cortex_nodes_v2_pkey TO cortex_nodes_pkey",
+            "ALTER TABLE cortex_edges RENAME CONSTRAINT cortex_edges_v2_pkey TO cortex_edges_pkey",
         ),
     ),
 )

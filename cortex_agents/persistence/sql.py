@@ -132,10 +132,13 @@ class _SqlTransaction(Transaction):
             for branch_pk, upto in lineage
             for v in ((branch_pk,) if upto is None else (branch_pk, upto))
         ]
-        lookup = f"(SELECT node_pk FROM cortex_nodes WHERE node_id = ? AND ({visible}))"
+        # the branch whose row scheduled the endpoint (NULL when none is visible: refused)
+        lookup = f"(SELECT branch_pk FROM cortex_nodes WHERE node_id = ? AND ({visible}))"
         self._run(
-            f"INSERT INTO cortex_edges (branch_pk, seq, source_pk, target_pk) VALUES (?, ?, {lookup}, {lookup})",
-            (branch, seq, source, *bounds, target, *bounds),
+            "INSERT INTO cortex_edges "
+            "(branch_pk, seq, source_branch, source_id, target_branch, target_id) "
+            f"VALUES (?, ?, {lookup}, ?, {lookup}, ?)",
+            (branch, seq, source, *bounds, source, target, *bounds, target),
         )
 
     def read_events(self, branch: int, after: int, upto: int) -> list[str]:
