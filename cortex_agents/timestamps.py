@@ -79,6 +79,11 @@ def format_timestamp(value: datetime) -> str:
     Microseconds are written only when non-zero, so the output is canonical:
     parsing and formatting again yields the same string.
     """
-    utc = require_aware(value, "timestamp")
+    # a parsed or normalised timestamp is in UTC already: no conversion to make
+    utc = (
+        value
+        if type(value) is datetime and value.tzinfo is UTC
+        else require_aware(value, "timestamp")
+    )
     spec = "microseconds" if utc.microsecond else "seconds"
     return utc.replace(tzinfo=None).isoformat(timespec=spec) + "Z"

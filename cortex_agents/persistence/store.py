@@ -86,6 +86,10 @@ class Segment:
     base: int
 
 
+# one encoder for every row: ``json.dumps`` with options builds a new one per call
+_COMPACT: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def encode_event(event: Event) -> str:
     """Compact JSON of an event, as stored in an event row.
 
@@ -93,9 +97,7 @@ def encode_event(event: Event) -> str:
         InvalidArgument: the event holds a value JSON cannot represent.
     """
     try:
-        return json.dumps(
-            event_to_dict(event), separators=(",", ":"), ensure_ascii=False, allow_nan=False
-        )
+        return _COMPACT.encode(event_to_dict(event))
     except (TypeError, ValueError) as exc:
         raise InvalidArgument("event", f"must be JSON-serialisable: {exc}", event) from None
 

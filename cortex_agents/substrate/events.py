@@ -434,7 +434,7 @@ def _plain(value: Any, field: str) -> Any:
         InvalidArgument: the value holds something no backend can store.
     """
     kind = type(value)
-    if kind is str and _SURROGATE.search(value) is None:
+    if kind is str and (value.isascii() or _SURROGATE.search(value) is None):
         return value  # the common scalars, without the walk
     if value is None or kind is bool or (kind is int and _INT_MIN <= value <= _INT_MAX):
         return value
