@@ -51,16 +51,46 @@ class Migration:
     postgres: tuple[str, ...]
 
 
-# v1 -> v2: each edge's endpoints by (branch, node id). LEFT JOINs: an endpoint row that is
-# missing leaves a NULL, which the NOT NULL columns refuse (the migration fails, nothing lost).
-_COPY_EDGES: Final = (
-    "INSERT INTO cortex_edges_v2 "
-    "(branch_pk, seq, source_branch, source_id, target_branch, target_id) "
-    "SELECT e.branch_pk, e.seq, s.branch_pk, s.node_id, t.branch_pk, t.node_id "
-    "FROM cortex_edges AS e "
-    "LEFT JOIN cortex_nodes AS s ON s.node_pk = e.source_pk "
-    "LEFT JOIN cortex_nodes AS t ON t.node_pk = e.target_pk"
-)
+def _keyed_nodes(integer: str, options: str) -> tuple[str, ...]:
+    """v1 -> v2 in one dialect: ``integer`` is its 64-bit integer type, ``options`` ends a table.
+
+    Edges are copied with LEFT JOINs: an endpoint row that is missing leaves a NULL,
+    which the NOT NULL columns refuse (the migration fails, nothing is lost).
+    """
+    return (
+        f"""CREATE TABLE cortex_nodes_v2 (
+            branch_pk {integer} NOT NULL,
+            node_id TEXT NOT NULL,
+            seq {integer} NOT NULL,
+            PRIMARY KEY (branch_pk, node_id),
+            FOREIGN KEY (branch_pk, seq) REFERENCES cortex_events (branch_pk, seq)
+        ){options}""",
+        "INSERT INTO cortex_nodes_v2 (branch_pk, node_id, seq) "
+        "SELECT branch_pk, node_id, seq FROM cortex_nodes",
+        f"""CREATE TABLE cortex_edges_v2 (
+            branch_pk {integer} NOT NULL,
+            seq {integer} NOT NULL,
+            source_branch {integer} NOT NULL,
+            source_id TEXT NOT NULL,
+            target_branch {integer} NOT NULL,
+            target_id TEXT NOT NULL,
+            PRIMARY KEY (branch_pk, seq),
+            FOREIGN KEY (branch_pk, seq) REFERENCES cortex_events (branch_pk, seq),
+            FOREIGN KEY (source_branch, source_id) REFERENCES cortex_nodes_v2 (branch_pk, node_id),
+            FOREIGN KEY (target_branch, target_id) REFERENCES cortex_nodes_v2 (branch_pk, node_id)
+        ){options}""",
+        "INSERT INTO cortex_edges_v2 "
+        "(branch_pk, seq, source_branch, source_id, target_branch, target_id) "
+        "SELECT e.branch_pk, e.seq, s.branch_pk, s.node_id, t.branch_pk, t.node_id "
+        "FROM cortex_edges AS e "
+        "LEFT JOIN cortex_nodes AS s ON s.node_pk = e.source_pk "
+        "LEFT JOIN cortex_nodes AS t ON t.node_pk = e.target_pk",
+        "DROP TABLE cortex_edges",
+        "DROP TABLE cortex_nodes",
+        "ALTER TABLE cortex_nodes_v2 RENAME TO cortex_nodes",
+        "ALTER TABLE cortex_edges_v2 RENAME TO cortex_edges",
+    )
+
 
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(
@@ -134,61 +164,9 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(
         version=2,
         name="node rows keyed by (branch, node id)",
-        sqlite=(
-            """CREATE TABLE cortex_nodes_v2 (
-                branch_pk INTEGER NOT NULL,
-                node_id TEXT NOT NULL,
-                seq INTEGER NOT NULL,
-                PRIMARY KEY (branch_pk, node_id),
-                FOREIGN KEY (branch_pk, seq) REFERENCES cortex_events (branch_pk, seq)
-            ) WITHOUT ROWID""",
-            "INSERT INTO cortex_nodes_v2 (branch_pk, node_id, seq) "
-            "SELECT branch_pk, node_id, seq FROM cortex_nodes",
-            """CREATE TABLE cortex_edges_v2 (
-                branch_pk INTEGER NOT NULL,
-                seq INTEGER NOT NULL,
-                source_branch INTEGER NOT NULL,
-                source_id TEXT NOT NULL,
-                target_branch INTEGER NOT NULL,
-                target_id TEXT NOT NULL,
-                PRIMARY KEY (branch_pk, seq),
-                FOREIGN KEY (branch_pk, seq) REFERENCES cortex_events (branch_pk, seq),
-                FOREIGN KEY (source_branch, source_id) REFERENCES cortex_nodes_v2 (branch_pk, node_id),
-                FOREIGN KEY (target_branch, target_id) REFERENCES cortex_nodes_v2 (branch_pk, node_id)
-            ) WITHOUT ROWID""",
-            _COPY_EDGES,
-            "DROP TABLE cortex_edges",
-            "DROP TABLE cortex_nodes",
-            "ALTER TABLE cortex_nodes_v2 RENAME TO cortex_nodes",
-            "ALTER TABLE cortex_edges_v2 RENAME TO cortex_edges",
-        ),
+        sqlite=_keyed_nodes("INTEGER", " WITHOUT ROWID"),
         postgres=(
-            """CREATE TABLE cortex_nodes_v2 (
-                branch_pk BIGINT NOT NULL,
-                node_id TEXT NOT NULL,
-                seq BIGINT NOT NULL,
-                PRIMARY KEY (branch_pk, node_id),
-                FOREIGN KEY (branch_pk, seq) REFERENCES cortex_events (branch_pk, seq)
-            )""",
-            "INSERT INTO cortex_nodes_v2 (branch_pk, node_id, seq) "
-            "SELECT branch_pk, node_id, seq FROM cortex_nodes",
-            """CREATE TABLE cortex_edges_v2 (
-                branch_pk BIGINT NOT NULL,
-                seq BIGINT NOT NULL,
-                source_branch BIGINT NOT NULL,
-                source_id TEXT NOT NULL,
-                target_branch BIGINT NOT NULL,
-                target_id TEXT NOT NULL,
-                PRIMARY KEY (branch_pk, seq),
-                FOREIGN KEY (branch_pk, seq) REFERENCES cortex_events (branch_pk, seq),
-                FOREIGN KEY (source_branch, source_id) REFERENCES cortex_nodes_v2 (branch_pk, node_id),
-                FOREIGN KEY (target_branch, target_id) REFERENCES cortex_nodes_v2 (branch_pk, node_id)
-            )""",
-            _COPY_EDGES,
-            "DROP TABLE cortex_edges",
-            "DROP TABLE cortex_nodes",
-            "ALTER TABLE cortex_nodes_v2 RENAME TO cortex_nodes",
-            "ALTER TABLE cortex_edges_v2 RENAME TO cortex_edges",
+            *_keyed_nodes("BIGINT", ""),
             "ALTER TABLE cortex_nodes RENAME CONSTRAINT cortex_nodes_v2_pkey TO cortex_nodes_pkey",
             "ALTER TABLE cortex_edges RENAME CONSTRAINT cortex_edges_v2_pkey TO cortex_edges_pkey",
         ),
