@@ -444,7 +444,7 @@ def _plain(value: Any, field: str) -> Any:
         item, parent, slot, depth = stack.pop()
         how = _KINDS.get(type(item)) or _kind(item, field)
         if how == "str":
-            if _SURROGATE.search(item):
+            if not item.isascii() and _SURROGATE.search(item):
                 raise InvalidArgument(field, "must not contain lone surrogates", _brief(item))
         elif how == "int":
             if not _INT_MIN <= item <= _INT_MAX:
@@ -463,12 +463,15 @@ def _plain(value: Any, field: str) -> Any:
                 for key, child in item.items():
                     if not isinstance(key, str):
                         raise InvalidArgument(field, "must have string keys", _brief(key))
-                    if _SURROGATE.search(key):
+                    if not key.isascii() and _SURROGATE.search(key):
                         raise InvalidArgument(
                             field, "must not contain lone surrogates", _brief(key)
                         )
-                    out[key] = None
-                    stack.append((child, out, key, depth + 1))
+                    if type(child) is str and child.isascii():
+                        out[key] = child  # the common leaf, without a trip through the stack
+                    else:
+                        out[key] = None
+                        stack.append((child, out, key, depth + 1))
             else:
                 out = [None] * len(item)
                 stack.extend((child, out, i, depth + 1) for i, child in enumerate(item))

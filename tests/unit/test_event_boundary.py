@@ -85,9 +85,12 @@ def test_an_event_type_that_is_not_a_string_is_refused_by_name(name):
     ],
     ids=lambda value: type(value).__name__,
 )
-def test_values_no_backend_can_store_are_refused_with_the_rule(value, rule):
+@pytest.mark.parametrize(
+    "placed", [lambda v: {"v": [v]}, lambda v: {"v": v}], ids=["in_list", "in_map"]
+)
+def test_values_no_backend_can_store_are_refused_with_the_rule(value, rule, placed):
     with pytest.raises(InvalidArgument, match=rule) as caught:
-        event_to_dict(call({"v": [value]}))
+        event_to_dict(call(placed(value)))
     assert caught.value.field == "tool_call_made.arguments"
     assert len(str(caught.value)) < 300  # the message names the value briefly, never dumps it
 
