@@ -4,7 +4,7 @@
 the missing ones in order, in one transaction, and refuses a database that a
 newer cortex-agents already migrated beyond what this code knows.
 
-Tables (v2):
+Tables (v3):
 
 ``cortex_branches``
     one row per branch: its thread and namespace, its parent branch and
@@ -26,6 +26,14 @@ of a row, an index entry and a ``sqlite_sequence`` update — three fewer
 pages written per step's commit on SQLite. The v2 migration copies every
 node and edge (an edge whose endpoint row is missing fails the migration,
 which then changes nothing).
+
+v3 adds an index behind every foreign key a delete checks and no key covers
+(an edge's source and target, a branch's parent): without them, deleting a
+thread read the whole edge table once per node it deleted. A node row's key
+to its event row, ``(branch_pk, seq)``, has none on purpose: a thread's node
+rows are deleted before its events, and the node key's ``branch_pk`` prefix
+bounds each check to one branch's (by then deleted) rows; an index would
+cost a page in every step's commit.
 """
 
 from __future__ import annotations
@@ -91,6 +99,15 @@ def _keyed_nodes(integer: str, options: str) -> tuple[str, ...]:
         "ALTER TABLE cortex_edges_v2 RENAME TO cortex_edges",
     )
 
+
+# Deleting a row checks every foreign key that points at it. Without an index
+# whose leading columns are the referencing ones, each check reads the whole
+# referencing table: deleting a thread cost O(its nodes x the database's edges).
+_REFERENCE_INDEXES: Final = (
+    "CREATE INDEX cortex_edges_by_source ON cortex_edges (source_branch, source_id)",
+    "CREATE INDEX cortex_edges_by_target ON cortex_edges (target_branch, target_id)",
+    "CREATE INDEX cortex_branches_by_parent ON cortex_branches (parent_pk)",
+)
 
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     Migration(
@@ -170,6 +187,12 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
             "ALTER TABLE cortex_nodes RENAME CONSTRAINT cortex_nodes_v2_pkey TO cortex_nodes_pkey",
             "ALTER TABLE cortex_edges RENAME CONSTRAINT cortex_edges_v2_pkey TO cortex_edges_pkey",
         ),
+    ),
+    Migration(
+        version=3,
+        name="indexes behind the foreign keys deletes check",
+        sqlite=_REFERENCE_INDEXES,
+        postgres=_REFERENCE_INDEXES,
     ),
 )
 
