@@ -236,6 +236,20 @@ _INT_MAX: Final = 2**63 - 1
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
+def _plan(cls: type[Event], name: str) -> tuple[tuple[str, str, str], ...]:
+    """How :func:`event_to_dict` writes each field of ``cls``: (slot, how, field name in errors)."""
+    how = {"at": "at", "fact": "fact"}
+    how.update(dict.fromkeys(_OMITTED_WHEN_EMPTY, "if_any"))
+    how.update(dict.fromkeys(_OMITTED_WHEN_NONE, "if_set"))
+    return tuple((slot, how.get(slot, "plain"), f"{name}.{slot}") for slot in cls.__slots__)
+
+
+# per event type, computed once: the field loop is on every stored event's path
+_PLANS: Final = {cls: (name, _plan(cls, name)) for cls, name in _TYPE_NAMES.items()}
+_SLOTS: Final = {cls: frozenset(cls.__slots__) for cls in _TYPE_NAMES}
+_CONVERTED: Final = frozenset({"at", "tags", "fact"})  # event_from_dict converts these itself
+
+
 def event_to_dict(event: Event) -> dict[str, Any]:
     """The JSON form of an event: ``{"type": ..., <fields>}`` with ISO timestamps.
 
@@ -247,27 +261,29 @@ def event_to_dict(event: Event) -> dict[str, Any]:
             value that cannot be stored (see the module docstring); the error
             names the field, e.g. ``tool_call_made.arguments``.
     """
-    name = _TYPE_NAMES.get(type(event))
-    if name is None:
+    plan = _PLANS.get(type(event))
+    if plan is None:
         raise InvalidArgument("event", "must be one of the substrate event types", event)
+    name, slots = plan
     out: dict[str, Any] = {"type": name}
-    for slot in type(event).__slots__:
+    for slot, how, label in slots:
         value = getattr(event, slot)
-        if (slot in _OMITTED_WHEN_EMPTY and not value) or (
-            slot in _OMITTED_WHEN_NONE and value is None
-        ):
-            continue  # defaults: keep stored events small
-        if slot == "at":
-            value = format_timestamp(value)
-        elif slot == "fact":
-            value = {
+        if how == "plain":
+            out[slot] = value if type(value) is str and value.isascii() else _plain(value, label)
+        elif how == "at":
+            out[slot] = format_timestamp(value)
+        elif how == "if_any":
+            if value:
+                out[slot] = _plain(value, label)
+        elif how == "if_set":
+            if value is not None:
+                out[slot] = _plain(value, label)
+        else:  # a rewrite fact
+            out[slot] = {
                 f: _plain(getattr(value, f), f"{name}.fact.{f}")
                 for f in _FACT_FIELDS
                 if f not in _FACT_OPTIONAL or getattr(value, f) is not None
             }
-        else:
-            value = _plain(value, f"{name}.{slot}")
-        out[slot] = value
     return out
 
 
@@ -287,16 +303,17 @@ def event_from_dict(data: Mapping[str, Any]) -> Event:
         shown = name if isinstance(name, str | None) and len(name or "") <= 64 else _brief(name)
         raise InvalidArgument("type", f"must be one of {sorted(EVENT_TYPES)}", shown)
     fields = {k: v for k, v in data.items() if k != "type"}
-    expected = set(cls.__slots__)
-    if unknown := sorted(set(fields) - expected, key=str):
+    if extra := fields.keys() - _SLOTS[cls]:
+        unknown = sorted(extra, key=str)
         raise InvalidArgument(
             unknown[0] if isinstance(unknown[0], str) else _brief(unknown[0]),
             f"is not a field of `{name}` events",
             _brief(fields[unknown[0]]),
         )
     for slot, value in fields.items():
-        if slot not in ("at", "tags", "fact"):
-            _plain(value, f"{name}.{slot}")
+        if slot in _CONVERTED or (type(value) is str and value.isascii()):
+            continue  # checked below, or a plain string (ids, kinds, text)
+        _plain(value, f"{name}.{slot}")
     if "at" in fields:
         fields["at"] = parse_timestamp(fields["at"], "at")
     if "tags" in fields:
