@@ -25,7 +25,13 @@ and checked complete (every stage completed, run to the end once):
 The last line of ``--json`` is one object: ``processes``, ``threads`` (per
 process), ``stages_per_s``, ``single_process_stages_per_s``, ``speedup``,
 ``invalid_threads``, plus ``ideal_fraction``, the backend, the stage kind,
-the load average before and after, and the targets. Target (issue 24): 8
+the durability, the stages completed, the time each took, where the time
+went (CPU per stage of the workers and of their Postgres server processes —
+the short connection each run's writer lock opens is not counted — and how
+busy the machine's cores were: 1.0 is CPU-bound), the load average before
+and after, and the targets. ``--durability`` is the runtime's checkpoint
+durability (``async``, its default; ``exit`` writes one checkpoint per run,
+and a crash re-runs that run's stages). Target (issue 24): 8
 processes, I/O-bound stages on Postgres: speedup >= 6.5 and >= 0.8 of ideal,
 0 invalid threads. Postgres comes from ``CORTEX_TEST_POSTGRES_URL`` (default
 ``postgresql://postgres@127.0.0.1:5432/test``); each run gets fresh
@@ -34,6 +40,7 @@ databases, dropped afterwards.
     python tools/bench_scale.py --processes 8 --threads 25 --stage-ms 10 --json
     python tools/bench_scale.py --processes 8 --threads 25 --stage-ms 10 --stage-kind cpu --json
     python tools/bench_scale.py --backend sqlite --processes 8 --threads 25 --json
+    python tools/bench_scale.py --processes 8 --threads 25 --durability exit --json
 """
 
 from __future__ import annotations
@@ -51,7 +58,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -59,6 +66,7 @@ if str(ROOT) not in sys.path:
 os.environ.setdefault("LANGSMITH_TRACING", "false")
 
 POSTGRES = os.environ.get("CORTEX_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+Durability = Literal["async", "sync", "exit"]
 TARGET_SPEEDUP = 6.5
 TARGET_IDEAL_FRACTION = 0.8
 READY_TIMEOUT_S = 300.0
@@ -133,6 +141,7 @@ def worker(
     stages: int,
     stage_ms: float,
     kind: str,
+    durability: Durability,
     ready: Any,
     start: Any,
     results: Any,
@@ -149,7 +158,7 @@ def worker(
 
         wire = chain_wire(stages, stage_ms, kind)
         with open_saver(db) as saver:
-            runtime = Runtime(wire, saver, lock_timeout=60.0)
+            runtime = Runtime(wire, saver, lock_timeout=60.0, durability=durability)
             backends = _backend_pids(saver)
             ready.put(os.getpid())
             start.wait()
@@ -211,7 +220,14 @@ def _process_cpu_seconds(pids: list[int]) -> float | None:
 
 
 def measure(
-    db: str, processes: int, per_process: int, stages: int, stage_ms: float, kind: str, tag: str
+    db: str,
+    processes: int,
+    per_process: int,
+    stages: int,
+    stage_ms: float,
+    kind: str,
+    durability: Durability,
+    tag: str,
 ) -> dict[str, Any]:
     """Run ``processes`` workers of ``per_process`` threads each; stages per second of wall time."""
     context = multiprocessing.get_context("spawn")  # clean interpreters, as separate workers are
@@ -219,7 +235,8 @@ def measure(
     threads = [[f"{tag}-p{p}-t{t}" for t in range(per_process)] for p in range(processes)]
     children = [
         context.Process(
-            target=worker, args=(db, ids, stages, stage_ms, kind, ready, start, results)
+            target=worker,
+            args=(db, ids, stages, stage_ms, kind, durability, ready, start, results),
         )
         for ids in threads
     ]
@@ -292,7 +309,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             with fresh_database(args.backend, Path(tmp)) as db:
                 _prepare(db)
                 one = measure(
-                    db, processes, per_process, args.stages, args.stage_ms, args.stage_kind, tag
+                    db,
+                    processes,
+                    per_process,
+                    args.stages,
+                    args.stage_ms,
+                    args.stage_kind,
+                    args.durability,
+                    tag,
                 )
                 bad += invalid_threads(db, one["thread_ids"], args.stages)
                 measured[tag] = one
@@ -308,6 +332,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "ideal_fraction": round(speedup / args.processes, 3),
         "backend": args.backend,
         "stage_kind": args.stage_kind,
+        "durability": args.durability,
         "stages": args.stages,
         "stage_ms": args.stage_ms,
         "threads_total": args.processes * args.threads,
@@ -363,6 +388,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--cpu", dest="stage_kind", action="store_const", const="cpu", help="--stage-kind cpu"
+    )
+    parser.add_argument(
+        "--durability",
+        choices=["async", "sync", "exit"],
+        default="async",
+        help="the runtime's checkpoint durability (default async, Runtime's default); "
+        "exit: one checkpoint per run, a crash re-runs the run's stages",
     )
     parser.add_argument("--json", action="store_true", help="print JSON only")
     return parser.parse_args(argv)

@@ -48,12 +48,18 @@ def bench(*args: str, postgres_url: str | None = None) -> subprocess.CompletedPr
 def test_a_tiny_run_reports_every_key_and_validates_every_thread(backend, kind, request):
     url = request.getfixturevalue("postgres_server") if backend == "postgres" else None
     args = ["--backend", backend, "--processes", "2", "--threads", "2", "--stages", "3"]
-    done = bench(*args, "--stage-ms", "1", "--stage-kind", kind, "--json", postgres_url=url)
+    durability = "exit" if backend == "sqlite" else "async"
+    options = ["--stage-ms", "1", "--stage-kind", kind, "--durability", durability, "--json"]
+    done = bench(*args, *options, postgres_url=url)
     assert done.returncode == 0, done.stderr[-4000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert set(report) >= KEYS
     assert (report["processes"], report["threads"]) == (2, 2)
-    assert (report["backend"], report["stage_kind"]) == (backend, kind)
+    assert (report["backend"], report["stage_kind"], report["durability"]) == (
+        backend,
+        kind,
+        durability,
+    )
     # both measurements ran every stage of every thread, and each thread validated
     assert report["stages_completed"] == {"many": 12, "one": 12}
     assert report["invalid_threads"] == 0 and report["invalid_thread_ids"] == []
@@ -71,6 +77,7 @@ def test_a_tiny_run_reports_every_key_and_validates_every_thread(backend, kind, 
         (["--stage-ms", "nan"], "--stage-ms"),
         (["--stage-ms", "inf"], "--stage-ms"),
         (["--stage-kind", "gpu"], "--stage-kind"),
+        (["--durability", "never"], "--durability"),
         (["--backend", "mysql"], "--backend"),
     ],
 )
