@@ -36,12 +36,12 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Protocol, TypedDict
 
-from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Send
 
@@ -422,7 +422,7 @@ class WireGraph:
         goto = self.sends(result.log, result.sends, thread_id, payload.get("input"))
         return Command(update=update, goto=goto)
 
-    def stage_node(self, kind: StageKind) -> RunnableLambda[Any, Command[str]]:
+    def stage_node(self, kind: StageKind) -> _StageNode:
         """The LangGraph node that runs stages of one kind (sync and async).
 
         Its input is a ``Send``'s payload (``stage``, ``frontier``, ``tag``, ...), not
@@ -439,7 +439,42 @@ class WireGraph:
             events = await aexecute_stage(kind.fn, ctx, payload["frontier"], state=follows)
             return self.finish(payload, config, seen, events)
 
-        return RunnableLambda(run, afunc=arun, name=kind.name)
+        return _StageNode(kind.name, run, arun)
+
+
+class _StageNode(Runnable[Any, Command[str]]):
+    """A stage kind's node: calls ``run`` (or ``arun``) with the task's payload and config.
+
+    Not a ``RunnableLambda``: that one inspects its function's signature and
+    opens a callback run of its own on every call, nested inside the run
+    LangGraph already opens for the task (whose context, callbacks included,
+    the stage body and any model it calls run in). Per stage that was about a
+    sixth of the runtime's CPU time, which bounds how many workers share a
+    machine (``tools/bench_scale.py``). Plain function nodes get the same
+    treatment from LangGraph itself (no tracing of their own).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        run: Callable[[dict[str, Any], RunnableConfig], Command[str]],
+        arun: Callable[[dict[str, Any], RunnableConfig], Awaitable[Command[str]]],
+    ) -> None:
+        self.name = name
+        self._run = run
+        self._arun = arun
+
+    def invoke(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Command[str]:
+        """Run the stage the payload names."""
+        return self._run(input, ensure_config(config))
+
+    async def ainvoke(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Command[str]:
+        """Run the stage the payload names, inside the event loop."""
+        return await self._arun(input, ensure_config(config))
 
 
 def build_graph(

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import StreamMode
 
 from cortex_agents.errors import InvalidArgument, RunFailed
 from cortex_agents.memory.embedding import EmbeddingCache
@@ -31,6 +32,14 @@ from cortex_agents.substrate.state import GraphState
 __all__ = ["Progress", "RunResult", "Runtime"]
 
 Durability = Literal["sync", "async", "exit"]
+_MODES: list[StreamMode] = ["updates", "values"]
+
+
+@dataclass(slots=True)
+class _Final:
+    """The state values an invocation's stream ended with (``None`` until one is seen)."""
+
+    values: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,27 +152,43 @@ class Runtime:
         ``input`` is given to every stage; on a thread that exists already it
         replaces the previous input, or is kept when ``None``.
         """
+        return self._advance(thread_id, input, _Final(), decode=True)
+
+    def _advance(
+        self, thread_id: str, input: Any, final: _Final, *, decode: bool
+    ) -> Iterator[Progress]:
+        """:meth:`stream`'s work; ``final`` keeps the state the invocation ended with.
+
+        ``decode=False`` yields nothing (no event is decoded: :meth:`run`
+        without ``on_progress``).
+        """
         config = self.config(thread_id)
         with self.saver.lock(thread_id, timeout=self.lock_timeout):
             pending = self.graph.get_state(config).next
             if pending:  # an interrupted superstep: finish it first
-                yield from self._progress(
-                    self.graph.stream(
-                        None, config, stream_mode="updates", durability=self.durability
-                    )
+                chunks = self.graph.stream(
+                    None, config, stream_mode=_MODES, durability=self.durability
                 )
+                yield from self._progress(chunks, final, decode)
             start: RunState = {"scanned": None, "retry": True}
             if input is not None:
                 start["input"] = input
-            yield from self._progress(
-                self.graph.stream(start, config, stream_mode="updates", durability=self.durability)
+            chunks = self.graph.stream(
+                start, config, stream_mode=_MODES, durability=self.durability
             )
+            yield from self._progress(chunks, final, decode)
 
-    def _progress(self, chunks: Iterator[dict[str, Any]]) -> Iterator[Progress]:
-        for chunk in chunks:
-            for node, update in chunk.items():
-                for item in (update or {}).get("substrate", ()) if isinstance(update, dict) else ():
-                    yield Progress(node, event_from_dict(item))
+    @staticmethod
+    def _progress(chunks: Iterator[Any], final: _Final, decode: bool) -> Iterator[Progress]:
+        """The events of each ``updates`` chunk (``(mode, chunk)`` pairs); keeps the last values."""
+        for mode, chunk in chunks:
+            if mode == "values":
+                final.values = chunk
+            elif decode:
+                for node, update in chunk.items():
+                    items = (update or {}).get("substrate", ()) if isinstance(update, dict) else ()
+                    for item in items:
+                        yield Progress(node, event_from_dict(item))
 
     def run(
         self,
@@ -180,17 +205,27 @@ class Runtime:
                 again retries them).
             ThreadBusy: another writer holds the thread.
         """
-        for progress in self.stream(thread_id, input):
+        final = _Final()
+        for progress in self._advance(thread_id, input, final, decode=on_progress is not None):
             if on_progress is not None:
                 on_progress(progress)
-        result = self.result(thread_id)
+        # The state the invocation's last superstep left, which LangGraph checkpointed
+        # before its stream ended. Reading it back instead would fetch and fold the
+        # whole substrate again, once per run: a worker running many short runs paid
+        # about a tenth of its CPU time for that (tools/bench_scale.py).
+        log = None if final.values is None else final.values.get("substrate")
+        result = self.result(thread_id) if log is None else self._result(thread_id, log)
         if result.failures and self.wire.on_failure == "stop":
             raise RunFailed(thread_id, result.failures)
         return result
 
     def result(self, thread_id: str) -> RunResult:
         """The thread's current state as a :class:`RunResult`."""
-        log = self.graph.get_state(self.config(thread_id)).values.get("substrate") or SubstrateLog()
+        log = self.graph.get_state(self.config(thread_id)).values.get("substrate")
+        return self._result(thread_id, log or SubstrateLog())
+
+    @staticmethod
+    def _result(thread_id: str, log: SubstrateLog) -> RunResult:
         failures = tuple(
             (n.id, n.error or "") for n in log.state.nodes.values() if n.status == "failed"
         )

@@ -6,6 +6,10 @@ on a SQLite file. A thread of ``fanout_demo`` is run and streamed through
 ``langgraph_sdk``; then ``cortex-agents export`` reads that thread from the
 database the server wrote, and ``memory query`` on what the reviewer saw
 reproduces the ranking the server streamed.
+
+On Postgres (``CORTEX_SERVER_DB=postgresql://...``, a fresh database), a
+wire of the tests' own (``tests/server_wire.py``) serves two runs at once:
+both complete, overlap in time, validate and export.
 """
 
 from __future__ import annotations
@@ -27,7 +31,9 @@ from typing import Any
 import pytest
 
 from cortex_agents.persistence import Cursor, open_saver
-from cortex_agents.substrate import ToolCallMade
+from cortex_agents.persistence.transfer import export_document
+from cortex_agents.snapshot_file import dump_snapshot
+from cortex_agents.substrate import StageCompleted, StageStarted, ToolCallMade
 from tests.schema_chat import SchemaChat, serve_schema_chat
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,7 +47,7 @@ class Server:
     url: str
     log: Path
     workdir: Path
-    db: Path
+    db: Path | str
     process: subprocess.Popen
 
 
@@ -51,7 +57,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _server_env(db: Path, model_url: str) -> dict[str, str]:
+def _server_env(db: Path | str, model_url: str) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
@@ -72,9 +78,16 @@ def _server_env(db: Path, model_url: str) -> dict[str, str]:
 
 
 @contextmanager
-def langgraph_dev(config: Path, workdir: Path, model_url: str = "") -> Iterator[Server]:
-    """``langgraph dev`` on ``config``, run from ``workdir``; stopped (SIGINT) when the block ends."""
-    db = workdir / "cortex.db"
+def langgraph_dev(
+    config: Path, workdir: Path, model_url: str = "", db: str | None = None, jobs: int = 1
+) -> Iterator[Server]:
+    """``langgraph dev`` on ``config``, run from ``workdir``; stopped (SIGINT) when the block ends.
+
+    ``db``: the server's ``CORTEX_SERVER_DB`` (default: ``cortex.db`` in ``workdir``).
+    ``jobs``: runs served at once (``langgraph dev`` runs one at a time by default,
+    whatever its ``--help`` says).
+    """
+    database: Path | str = workdir / "cortex.db" if db is None else db
     log = workdir / "server.log"
     command = [
         str(BIN / "langgraph"),
@@ -83,6 +96,8 @@ def langgraph_dev(config: Path, workdir: Path, model_url: str = "") -> Iterator[
         "--no-reload",
         "--port",
         str(_free_port()),
+        "--n-jobs-per-worker",
+        str(jobs),
         "--config",
         str(config),
     ]
@@ -90,13 +105,13 @@ def langgraph_dev(config: Path, workdir: Path, model_url: str = "") -> Iterator[
         process = subprocess.Popen(
             command,
             cwd=workdir,
-            env=_server_env(db, model_url),
+            env=_server_env(database, model_url),
             stdout=out,
             stderr=subprocess.STDOUT,
         )
     try:
         url = _wait_until_ready(process, log)
-        yield Server(url, log, workdir, db, process)
+        yield Server(url, log, workdir, database, process)
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGINT)
@@ -276,3 +291,65 @@ def test_without_cortexs_checkpointer_a_run_fails_at_once_naming_the_fix(tmp_pat
     assert "UnsupportedCheckpointer" in log and "CortexSaver.wrap(saver)" in log
     assert "cannot pickle" not in log
     assert not running.db.exists()  # nothing was written anywhere of ours
+
+
+@pytest.mark.postgres
+def test_two_concurrent_runs_on_a_postgres_server_db_complete_export_and_validate(
+    tmp_path, postgres_url
+):
+    # The server's checkpointer on CORTEX_SERVER_DB=postgresql://... (a fresh database):
+    # two runs submitted together, served concurrently, both stored as rows there.
+    from langgraph_sdk import get_sync_client
+
+    from tests.server_wire import WAIT_S
+
+    config = tmp_path / "langgraph.json"
+    config.write_text(
+        json.dumps(
+            {
+                "dependencies": [str(ROOT)],
+                "graphs": {"waits": f"{ROOT / 'tests' / 'server_wire.py'}:graph"},
+                "checkpointer": {"path": "cortex_agents.server.checkpointer"},
+            }
+        )
+    )
+    with (
+        langgraph_dev(config, tmp_path, db=postgres_url, jobs=2) as running,
+        get_sync_client(url=running.url) as client,
+    ):
+        threads = [client.threads.create()["thread_id"] for _ in range(2)]
+        runs = [
+            client.runs.create(thread, "waits", input={"input": {"job": job}})
+            for job, thread in enumerate(threads)
+        ]
+        for thread, run in zip(threads, runs, strict=True):
+            client.runs.join(thread, run["run_id"])
+        pairs = zip(threads, runs, strict=True)
+        statuses = [client.runs.get(t, r["run_id"])["status"] for t, r in pairs]
+        assert statuses == ["success", "success"]
+        log = running.log.read_text(errors="replace")
+    assert "Traceback" not in log
+    assert not (tmp_path / ".langgraph_api" / "cortex.db").exists()  # nothing went to SQLite
+
+    # both threads are in the Postgres database, valid, and export as the whole run
+    checked = cortex("validate", postgres_url, "--json")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    reports = {r["thread_id"]: r for r in json.loads(checked.stdout)}
+    assert set(reports) == set(threads) and all(r["valid"] for r in reports.values())
+    spans = []
+    with open_saver(postgres_url) as saver:
+        for job, thread in enumerate(threads):
+            document = json.loads(dump_snapshot(export_document(saver, thread)))  # as `export`
+            nodes = {n["id"]: n for n in document["nodes"]}
+            assert {i: (n["status"], n["output"]["job"]) for i, n in nodes.items()} == {
+                "first": ("completed", {"job": job}),
+                "second": ("completed", {"job": job}),
+            }
+            events = saver.substrate({"configurable": {"thread_id": thread}})
+            times = [e.at for e in events if isinstance(e, StageStarted | StageCompleted)]
+            spans.append((min(times), max(times)))
+    # served concurrently: each run was still going when the other started (each takes
+    # two waits of WAIT_S; run one after the other they could not overlap)
+    (start_a, end_a), (start_b, end_b) = spans
+    assert max(start_a, start_b) < min(end_a, end_b)
+    assert min(end_a - start_a, end_b - start_b).total_seconds() >= 2 * WAIT_S

@@ -379,3 +379,73 @@ def test_kind_names_langgraph_reserves_are_refused_before_running():
     for name in ("__interrupt__", "__pregel_pull", "scheduler"):
         with pytest.raises(InvalidWire, match="reserved"):
             WireBuilder("w").kind(name, lambda ctx: {}).stage("s", name).build()
+
+
+def test_run_returns_exactly_the_state_it_checkpointed(tmp_path):
+    # Runtime.run builds its result from the state its invocation's stream ended with,
+    # not by reading the thread back: both must be the same substrate, event for event.
+    def boom(ctx: StageContext) -> dict:
+        raise ValueError("no")
+
+    def mixed(on_failure: str) -> Any:
+        return (
+            WireBuilder("mixed")
+            .kind("ok", lambda ctx: {"at": ctx.stage_id})
+            .kind("bad", boom)
+            .stage("a", "ok")
+            .stage("b", "ok", after=["a"])
+            .stage("c", "bad", after=["a"])
+            .stage("d", "ok", after=["b"])
+            .on_failure(on_failure)
+            .build()
+        )
+
+    with open_saver(tmp_path / "run.db") as saver:
+        stops = Runtime(mixed("stop"), saver, clock=clock())
+        with pytest.raises(RunFailed) as failed:
+            stops.run("t", {"x": 1})
+        assert failed.value.failures == stops.result("t").failures
+        assert [stage for stage, _ in failed.value.failures] == ["c"]
+        # the same thread again, going on past the failure (a retry, then d)
+        ran = Runtime(mixed("continue"), saver, clock=clock()).run("t")
+        back = stops.result("t")
+    assert [event_to_dict(e) for e in ran.log] == [event_to_dict(e) for e in back.log]
+    assert ran.log.digest == back.log.digest and ran.failures == back.failures
+    assert {n.id: (n.status, n.attempts) for n in ran.state.nodes.values()} == {
+        "a": ("completed", 1),
+        "b": ("completed", 1),
+        "c": ("failed", 2),
+        "d": ("completed", 1),
+    }
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_model_a_stage_calls_streams_its_tokens_as_the_kinds_node(mode):
+    # The stage runs inside the context LangGraph opens for its task, so callbacks
+    # (token streaming, tracing) reach a model it calls, sync or async alike.
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+
+    def talk(ctx: StageContext) -> dict:
+        return {"said": ctx.extras["chat_model"].invoke("hi").content}
+
+    async def atalk(ctx: StageContext) -> dict:
+        return {"said": (await ctx.extras["chat_model"].ainvoke("hi")).content}
+
+    model = GenericFakeChatModel(messages=iter([AIMessage("tokens one by one")]))
+    wire = WireBuilder("chat").kind("talk", talk if mode == "sync" else atalk).stage("s", "talk")
+    runtime = Runtime(wire.build(), memory_saver(), clock=clock(), services={"chat_model": model})
+    start = {"scanned": None, "retry": True}
+    config = runtime.config("t")
+    if mode == "sync":
+        parts = list(runtime.graph.stream(start, config, stream_mode="messages"))
+    else:
+
+        async def collect() -> list[Any]:
+            return [p async for p in runtime.graph.astream(start, config, stream_mode="messages")]
+
+        parts = asyncio.run(collect())
+    streamed = [(chunk.content, meta["langgraph_node"]) for chunk, meta in parts]
+    assert "".join(text for text, _ in streamed) == "tokens one by one"
+    assert len(streamed) >= 3 and {node for _, node in streamed} == {"talk"}
+    assert runtime.result("t").outputs["s"] == {"said": "tokens one by one"}
