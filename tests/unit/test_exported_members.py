@@ -47,6 +47,7 @@ EXPECTED = {
         "ScratchMemoryError",
         "StorageError",
         "ThreadBusy",
+        "WriterFenced",
         "Match",
         "MemoryHandle",
         "MemorySnapshot",

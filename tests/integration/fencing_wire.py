@@ -1,0 +1,37 @@
+"""The wire the fencing tests run with ``cortex-agents run``: a chain of 8 stages ``s0``..``s7``.
+
+Each stage body appends ``<writer> <stage>`` to ``FENCING_LOG`` as it begins, and outputs
+``{"writer": <writer>}`` (the writer is ``FENCING_WRITER``), so the final substrate shows
+whose output each stage kept. In the writer whose stage is ``FENCING_HOLD_AT``, that body
+prints ``in flight <stage>`` on stdout and waits for a line on stdin: the test decides
+when it ends, with no sleep.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from cortex_agents.runtime import StageContext, WireBuilder
+
+STAGES = 8
+
+
+def body(ctx: StageContext) -> dict:
+    writer = os.environ.get("FENCING_WRITER", "?")
+    with open(os.environ["FENCING_LOG"], "a", encoding="utf-8") as log:
+        log.write(f"{writer} {ctx.stage_id}\n")
+    if ctx.stage_id == os.environ.get("FENCING_HOLD_AT"):
+        print(f"in flight {ctx.stage_id}", flush=True)
+        sys.stdin.readline()
+    return {"writer": writer}
+
+
+def _build():
+    builder = WireBuilder("fencing_chain").kind("step", body)
+    for i in range(STAGES):
+        builder.stage(f"s{i}", "step", after=[f"s{i - 1}"] if i else [])
+    return builder.build()
+
+
+wire = _build()
