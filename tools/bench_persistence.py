@@ -6,7 +6,8 @@ N steps each settle one substrate event whose stored JSON is exactly B bytes
 node row, so the integrity tables are counted too). The same event dicts go
 
 * (a) through our path: ``CortexSaver`` over ``SqliteSaver``, state key
-  ``Annotated[SubstrateLog, append_events]``;
+  ``Annotated[SubstrateLog, append_events]``, under the thread's writer lock
+  as the runtime runs (so every commit is fenced: it checks the writer epoch);
 * (b) through plain LangGraph: ``Annotated[list, operator.add]`` + ``SqliteSaver``;
 * (c) through LangGraph's beta ``DeltaChannel`` + ``SqliteSaver``.
 
@@ -102,7 +103,10 @@ def run(
     config = {"configurable": {"thread_id": "bench"}, "recursion_limit": stages + 10}
     g = graph(kind, stages, size, ticks)
     if kind == "ours":
-        with open_saver(path, synchronous=synchronous) as saver:  # type: ignore[arg-type]
+        with (
+            open_saver(path, synchronous=synchronous) as saver,  # type: ignore[arg-type]
+            saver.lock("bench"),
+        ):
             g.compile(checkpointer=saver).invoke({"n": 0}, config, durability="sync")
             assert saver.store.counts()["events"] == stages
     else:

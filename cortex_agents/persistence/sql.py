@@ -182,7 +182,7 @@ class _SqlTransaction(Transaction):
             (thread_id,),
             doing="writer row",
         ).fetchone()
-        return int(row[0])
+        return _epoch(row[0], thread_id)
 
     def writer_epoch(self, thread_id: str) -> int | None:
         # SQLite: inside a write transaction, which no claim can interleave with.
@@ -193,7 +193,7 @@ class _SqlTransaction(Transaction):
             (thread_id,),
             doing="writer row",
         ).fetchone()
-        return None if row is None else int(row[0])
+        return None if row is None else _epoch(row[0], thread_id)
 
     def check_fence(self, fence: Fence | None) -> None:
         """Raise :class:`WriterFenced` (writing nothing) unless the fence's epoch still holds."""
@@ -202,6 +202,15 @@ class _SqlTransaction(Transaction):
         found = self.writer_epoch(fence.thread_id)
         if found != fence.epoch:
             raise fenced(fence, found)
+
+
+def _epoch(value: Any, thread_id: str) -> int:
+    """A writer epoch as stored; anything but an integer is a damaged row."""
+    if type(value) is not int:
+        raise StorageError(
+            "corrupt", f"the writer row of thread {thread_id!r} holds {value!r}, not an epoch"
+        )
+    return value
 
 
 def sqlite_connect(

@@ -1,4 +1,7 @@
-"""The wire the fencing tests run with ``cortex-agents run``: a chain of 8 stages ``s0``..``s7``.
+"""The wire the fencing tests run with ``cortex-agents run``: a chain of stages ``s0``, ``s1``, ...
+
+``FENCING_STAGES`` stages (default 8), each working ``FENCING_SECONDS`` (default 0)
+before it returns; ``tools/reliability.py``'s lock-loss probe runs it too.
 
 Each stage body appends ``<writer> <stage>`` to ``FENCING_LOG`` as it begins, and outputs
 ``{"writer": <writer>}`` (the writer is ``FENCING_WRITER``), so the final substrate shows
@@ -11,10 +14,12 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 from cortex_agents.runtime import StageContext, WireBuilder
 
-STAGES = 8
+STAGES = int(os.environ.get("FENCING_STAGES", "8"))
+WORK_S = float(os.environ.get("FENCING_SECONDS", "0"))
 
 
 def body(ctx: StageContext) -> dict:
@@ -24,6 +29,7 @@ def body(ctx: StageContext) -> dict:
     if ctx.stage_id == os.environ.get("FENCING_HOLD_AT"):
         print(f"in flight {ctx.stage_id}", flush=True)
         sys.stdin.readline()
+    time.sleep(WORK_S)
     return {"writer": writer}
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from cortex_agents.errors import WriterFenced
+from cortex_agents.errors import StorageError, WriterFenced
 from cortex_agents.persistence import aopen_saver, memory_saver, open_saver
 from cortex_agents.runtime import Runtime, StageContext, WireBuilder
 from cortex_agents.substrate import StageStarted
@@ -179,6 +179,36 @@ def test_a_writer_whose_lock_went_away_stops_before_the_next_stage(durable_datab
     assert result.complete
     assert [result.outputs[f"s{i}"]["writer"] for i in range(6)] == ["A"] * 3 + ["B"] * 3
     assert [s for w, s in chain.began if w == "B"] == ["s3", "s4", "s5"]
+
+
+def test_a_lock_file_replaced_under_its_holder_is_a_lost_lock(tmp_path):
+    db = str(tmp_path / "cortex.db")
+    with open_saver(db) as saver, saver.lock("t"):
+        saver.check_writer("t")  # held: nothing to say
+        other = tmp_path / "other"
+        other.write_bytes(b"")
+        os.replace(other, f"{db}.cortex-locks")
+        with pytest.raises(WriterFenced, match="was replaced by another file") as caught:
+            saver.check_writer("t")
+        assert caught.value.thread_id == "t" and caught.value.code == "writer_fenced"
+        saver.check_writer("another thread")  # not held by this saver: nothing to check
+
+
+def test_a_damaged_writer_row_refuses_the_commit_as_corrupt(tmp_path):
+    import sqlite3
+
+    db = str(tmp_path / "cortex.db")
+    with open_saver(db) as saver, saver.lock("t"):
+        app = chain_graph().compile(checkpointer=saver)
+        app.invoke({"goal": 1}, CONFIG)
+        conn = sqlite3.connect(db)
+        conn.execute("UPDATE cortex_writers SET epoch = 'x' WHERE thread_id = 't'")
+        conn.commit()
+        conn.close()
+        rows = table_rows(db)
+        with pytest.raises(StorageError, match="not an epoch") as caught:
+            app.update_state(CONFIG, {"label": "late"})
+        assert caught.value.code == "corrupt" and table_rows(db) == rows
 
 
 def test_the_in_memory_backend_holds_its_lock_for_the_run():
