@@ -216,6 +216,7 @@ EXPECTED = {
         "FileLocks",
         "ImportReport",
         "InMemorySubstrateStore",
+        "Lease",
         "PostgresLocks",
         "PostgresSubstrateStore",
         "ProcessLocks",
