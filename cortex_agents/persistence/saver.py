@@ -331,20 +331,22 @@ class CortexSaver(BaseCheckpointSaver[str]):
                 took the thread since (nothing was written).
         """
         fence = self._fence(config)
-        if self._substrate_value(checkpoint) is None and fence is None:
+        has_substrate = self._substrate_value(checkpoint) is not None
+        if not has_substrate and fence is None:
             return self.inner.put(config, checkpoint, metadata, new_versions)
         thread_id, ns, parent_id = _ids(config)
         parent = None
-        if parent_id is not None and self._substrate_value(checkpoint) is not None:
+        if parent_id is not None and has_substrate:
             key = (thread_id, ns, parent_id)
             parent = self._recall(key) or self._parent_from(
                 key, self.inner.get_tuple(self._parent_config(key))
             )
-        return self._put(fence, config, checkpoint, metadata, new_versions, parent)
+        return self._put(fence, has_substrate, config, checkpoint, metadata, new_versions, parent)
 
     def _put(
         self,
         fence: Fence | None,
+        has_substrate: bool,
         config: RunnableConfig,
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
@@ -353,7 +355,6 @@ class CortexSaver(BaseCheckpointSaver[str]):
     ) -> RunnableConfig:
         """Store the events and the checkpoint: in one transaction when the store can join it."""
         thread_id, ns, _ = _ids(config)
-        has_substrate = self._substrate_value(checkpoint) is not None
         joint = self._joint if fence is None else self._fencing
         if joint is not None:
             # one transaction, one sync: the fence check, the events and the checkpoint
@@ -457,11 +458,12 @@ class CortexSaver(BaseCheckpointSaver[str]):
                 took the thread since (nothing was written).
         """
         fence = self._fence(config)
-        if self._substrate_value(checkpoint) is None and fence is None:
+        has_substrate = self._substrate_value(checkpoint) is not None
+        if not has_substrate and fence is None:
             return await self.inner.aput(config, checkpoint, metadata, new_versions)
         thread_id, ns, parent_id = _ids(config)
         parent = None
-        if parent_id is not None and self._substrate_value(checkpoint) is not None:
+        if parent_id is not None and has_substrate:
             key = (thread_id, ns, parent_id)
             known = self._recall(key)
             parent = (
@@ -475,9 +477,9 @@ class CortexSaver(BaseCheckpointSaver[str]):
             )
         if fence is not None and self._fencing is not None:  # the store's transaction: off the loop
             return await asyncio.to_thread(
-                self._put, fence, config, checkpoint, metadata, new_versions, parent
+                self._put, fence, has_substrate, config, checkpoint, metadata, new_versions, parent
             )
-        if self._substrate_value(checkpoint) is not None:
+        if has_substrate:
             checkpoint = await asyncio.to_thread(
                 self._store_value, thread_id, ns, checkpoint, parent
             )
