@@ -13,10 +13,16 @@ outputs that differ at the end; ``lock_loss_unfenced``, trials where A did not e
 with ``WriterFenced``'s message; ``lock_loss_late_bodies``, stage bodies A began after the
 loss (the one in flight began before it: A must stop within its superstep);
 ``lock_loss_second_failed``, trials where B did not complete the thread.
+
+``tools/reliability.py`` runs it per backend in both modes; alone::
+
+    python tools/reliability_fencing.py [--full] [--backends sqlite,postgres] [--seed N]
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import random
 import subprocess
@@ -28,6 +34,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+for _entry in (str(ROOT), str(ROOT / "tools")):
+    if _entry not in sys.path:
+        sys.path.insert(0, _entry)
 WIRE = ROOT / "tests" / "integration" / "fencing_wire.py"
 RELEASES = ("before the second writer", "once it began a stage", "after it finished")
 FIGURES = (
@@ -147,3 +156,40 @@ def lock_loss(
             totals[key] += one[key]
         runs.append({"held_at": f"s{hold}", "released": RELEASES[release], **one})
     return {"lock_loss_trials": trials, **totals, "runs": runs}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The probe alone: one JSON object per backend, then the missed targets (exit 1 if any)."""
+    import tempfile
+
+    import reliability
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--full", action="store_true", help="the full mode's counts")
+    parser.add_argument("--backends", default="sqlite,postgres")
+    parser.add_argument("--seed", type=int, default=14)
+    args = parser.parse_args(argv)
+    mode = reliability.FULL if args.full else reliability.SHORT
+    missed = []
+    with tempfile.TemporaryDirectory(prefix="cortex-lock-loss-") as tmp:
+        for backend in [b for b in args.backends.split(",") if b]:
+            started = time.monotonic()
+            result = lock_loss(
+                lambda b=backend: reliability.fresh_database(b, Path(tmp)),
+                mode.lock_trials,
+                mode.lock_stages,
+                mode.lock_stage_s,
+                Path(tmp),
+                random.Random(args.seed),
+            )
+            figures = {k: v for k, v in result.items() if k != "runs"}
+            print(json.dumps({"backend": backend, "mode": mode.name, **figures,
+                              "seconds": round(time.monotonic() - started, 1)}), flush=True)  # fmt: skip
+            missed += [f"{backend}.{k} = {figures[k]}" for k in FIGURES if figures[k]]
+    for line in missed:
+        print(f"missed target: {line}", file=sys.stderr)
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
