@@ -418,6 +418,17 @@ def run_backend(backend: str, mode: Mode, seed: int, workdir: Path, log: Any) ->
     out |= {k: v for k, v in r5_result.items() if k.startswith("r5_")}
     out["r6_conformance"] = r6_result
     out |= {k: v for k, v in corrupt.items() if k.startswith("corruption_")}
+    details = {
+        "r1_stages": r1_result["stages"],
+        "r1_executions": r1_result["executions"],
+        "r1_rounds": r1_result["rounds"],
+        "r2_hung_or_failed_writers": r2_result["r2_hung_or_failed_writers"],
+        "r3": r3_result.get("details", {}),
+        "r4_examples": r4_result.get("examples", {}),
+        "r5_escaped": r5_result.get("escaped", []),
+        "corruption_examples": corrupt.get("examples", []),
+        "seconds": timings,
+    }
     from reliability_fencing import lock_loss
 
     lost = step(
@@ -433,17 +444,6 @@ def run_backend(backend: str, mode: Mode, seed: int, workdir: Path, log: Any) ->
     )
     out |= {k: v for k, v in lost.items() if k.startswith("lock_loss_")}
     details["lock_loss_runs"] = lost["runs"]
-    details |= {
-        "r1_stages": r1_result["stages"],
-        "r1_executions": r1_result["executions"],
-        "r1_rounds": r1_result["rounds"],
-        "r2_hung_or_failed_writers": r2_result["r2_hung_or_failed_writers"],
-        "r3": r3_result.get("details", {}),
-        "r4_examples": r4_result.get("examples", {}),
-        "r5_escaped": r5_result.get("escaped", []),
-        "corruption_examples": corrupt.get("examples", []),
-        "seconds": timings,
-    }
     return {"figures": out, "details": details}
 
 
