@@ -28,6 +28,8 @@ def lose_lock(database: str, thread_id: str) -> int:
         rows = conn.execute(
             "SELECT pg_terminate_backend(pid, 10000) FROM pg_locks "
             "WHERE locktype = 'advisory' AND granted AND objsubid = 1 "
+            # advisory keys are per database: leave other databases on the server alone
+            "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
             "AND classid::bigint = %s AND objid::bigint = %s",
             (key >> 32, key & 0xFFFFFFFF),
         ).fetchall()
