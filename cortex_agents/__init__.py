@@ -37,6 +37,7 @@ from cortex_agents.errors import (
     UnknownProjection,
     UnknownScorer,
     UnsupportedCheckpointer,
+    WriterFenced,
 )
 
 if TYPE_CHECKING:
@@ -208,6 +209,7 @@ __all__ = [
     "UnknownProjection",
     "UnknownScorer",
     "UnsupportedCheckpointer",
+    "WriterFenced",
     # substrate
     "EdgeRecord",
     "Event",

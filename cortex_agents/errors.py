@@ -15,6 +15,7 @@ working for callers who do not know this tree::
     ├── InvalidSnapshot(ValueError)      a snapshot file or value broke the format (.problems)
     ├── InvalidEvent(ValueError)         an event that cannot follow the events before it (.index)
     ├── ThreadBusy(RuntimeError)         another writer is advancing the thread (.thread_id)
+    ├── WriterFenced(RuntimeError)       a writer lost the thread's lock; it wrote nothing after (.thread_id, .reason)
     ├── InvalidWire(ValueError)          a wire (workflow) breaks a rule (.problems)
     ├── RunFailed(RuntimeError)          a stage failed and the wire says to stop (.failures)
     ├── ProposalInvalid(ValueError)      a rewrite proposal's shape breaks a rule (.check, .message)
@@ -58,6 +59,7 @@ __all__ = [
     "ScorerUnavailable",
     "ThreadBusy",
     "UnknownNode",
+    "WriterFenced",
     "UnknownPreset",
     "UnknownProjection",
     "UnknownScorer",
@@ -268,6 +270,30 @@ class ThreadBusy(CortexError, RuntimeError):
         super().__init__(
             f"thread {thread_id!r} is being advanced by another writer "
             f"(gave up after {waited:.1f} s); retry later or wait longer"
+        )
+
+
+class WriterFenced(CortexError, RuntimeError):
+    """A writer lost its thread: its lock went away, or another writer took the thread since.
+
+    Raised by the commit that found another writer's epoch (it wrote nothing)
+    and by the runtime before a stage body when the lock is gone: the writer
+    stops. What it committed before another writer took over stays; stages it
+    had in flight run again when the thread is resumed.
+
+    Attributes:
+        thread_id: The thread.
+        reason: What happened, e.g. ``"its lock file ... was deleted"``.
+    """
+
+    code = "writer_fenced"
+
+    def __init__(self, thread_id: str, reason: str) -> None:
+        self.thread_id = thread_id
+        self.reason = reason
+        super().__init__(
+            f"writer of thread {thread_id!r} stopped: {reason}; nothing was written after "
+            "another writer could take the thread (resume it to finish)"
         )
 
 

@@ -13,7 +13,33 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-__all__ = ["sync_driven"]
+__all__ = ["fenced_writes", "sync_driven"]
+
+
+def fenced_writes(saver: Any) -> Any:
+    """``saver``, every write of which takes the fenced path a lock holder's writes take.
+
+    Each thread written is claimed (its writer epoch raised) at its first write, as
+    :meth:`CortexSaver.lock` does, without holding a lock (the suite uses many
+    threads); from then on every ``put`` and ``put_writes`` of the thread checks
+    the epoch inside the store's transaction.
+    """
+    from cortex_agents.persistence.fencing import Fence, Writers
+    from cortex_agents.persistence.locks import Lease
+
+    class Claiming(Writers):
+        def __len__(self) -> int:
+            return 1
+
+        def get(self, thread_id: str) -> Fence | None:
+            fence = super().get(thread_id)
+            if fence is None:
+                fence = Fence(thread_id, saver.store.claim_writer(thread_id), Lease())
+                self.holding(fence).__enter__()  # held for the saver's life
+            return fence
+
+    saver._writers = Claiming()
+    return saver
 
 
 def sync_driven(saver: Any) -> BaseCheckpointSaver:

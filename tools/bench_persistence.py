@@ -6,7 +6,9 @@ N steps each settle one substrate event whose stored JSON is exactly B bytes
 node row, so the integrity tables are counted too). The same event dicts go
 
 * (a) through our path: ``CortexSaver`` over ``SqliteSaver``, state key
-  ``Annotated[SubstrateLog, append_events]``;
+  ``Annotated[SubstrateLog, append_events]``, under the thread's writer lock
+  as the runtime runs (so every commit is fenced: it checks the writer epoch;
+  ``--unlocked`` leaves the lock out);
 * (b) through plain LangGraph: ``Annotated[list, operator.add]`` + ``SqliteSaver``;
 * (c) through LangGraph's beta ``DeltaChannel`` + ``SqliteSaver``.
 
@@ -31,6 +33,7 @@ the median of each figure.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import operator
@@ -94,7 +97,13 @@ def graph(kind: str, stages: int, size: int, ticks: list[float]) -> StateGraph:
 
 
 def run(
-    kind: str, stages: int, size: int, workdir: Path, warmup: int, synchronous: str = "FULL"
+    kind: str,
+    stages: int,
+    size: int,
+    workdir: Path,
+    warmup: int,
+    synchronous: str = "FULL",
+    locked: bool = True,
 ) -> dict[str, Any]:
     path = workdir / f"{kind}-{stages}.db"
     path.unlink(missing_ok=True)
@@ -103,7 +112,8 @@ def run(
     g = graph(kind, stages, size, ticks)
     if kind == "ours":
         with open_saver(path, synchronous=synchronous) as saver:  # type: ignore[arg-type]
-            g.compile(checkpointer=saver).invoke({"n": 0}, config, durability="sync")
+            with saver.lock("bench") if locked else contextlib.nullcontext():
+                g.compile(checkpointer=saver).invoke({"n": 0}, config, durability="sync")
             assert saver.store.counts()["events"] == stages
     else:
         with SqliteSaver.from_conn_string(str(path)) as saver:
@@ -148,6 +158,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", action="store_true", help="print JSON only")
     parser.add_argument("--skip-list", action="store_true", help="skip the quadratic list baseline")
+    parser.add_argument(
+        "--unlocked", action="store_true", help="run ours without the writer lock (unfenced)"
+    )
     args = parser.parse_args(argv)
     if args.stages < 100:
         parser.error("--stages must be at least 100")
@@ -157,12 +170,17 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="cortex-bench-") as tmp:
         workdir = Path(tmp)
         ours_runs, delta_runs = [], []
+        sync, locked = args.synchronous, not args.unlocked
         for _ in range(args.repeats):  # alternating, so drift in machine load hits both alike
-            ours_runs.append(run("ours", args.stages, args.event_bytes, workdir, warmup))
-            delta_runs.append(run("delta", args.stages, args.event_bytes, workdir, warmup))
-        small = run("ours", args.stages // 10, args.event_bytes, workdir, min(warmup, 10))
+            ours_runs.append(
+                run("ours", args.stages, args.event_bytes, workdir, warmup, sync, locked)
+            )
+            delta_runs.append(run("delta", args.stages, args.event_bytes, workdir, warmup, sync))
+        small = run("ours", args.stages // 10, args.event_bytes, workdir, min(warmup, 10), sync)
         plain = (
-            None if args.skip_list else run("list", args.stages, args.event_bytes, workdir, warmup)
+            None
+            if args.skip_list
+            else run("list", args.stages, args.event_bytes, workdir, warmup, sync)
         )
     ours, delta = ours_runs[-1], delta_runs[-1]
     report = {
@@ -170,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         "event_bytes": args.event_bytes,
         "repeats": args.repeats,
         "synchronous": args.synchronous,
+        "locked": not args.unlocked,
         "substrate_bytes": ours["substrate_bytes"],
         "substrate_ratio": round(ours["substrate_bytes"] / (args.stages * args.event_bytes), 3),
         "db_bytes": ours["db_bytes"],

@@ -31,6 +31,10 @@ Per backend (SQLite, Postgres), with the targets of issue 14 (all zero unless sa
   async and sync (the sync one driven through its sync methods): ``passed/total``.
 * ``corruption_cases``, ``corruption_tracebacks`` — damaged rows (both backends) and
   damaged pages (SQLite), every CLI command on each.
+* **Lock loss** ``lock_loss_trials``, ``lock_loss_replaced``, ``lock_loss_unfenced``,
+  ``lock_loss_late_bodies``, ``lock_loss_second_failed`` — a running writer's lock is
+  taken away and a second writer let in (``tools/reliability_fencing.py``): no committed
+  output replaced, the first writer exits non-zero before another stage body.
 
 The short mode (CI) runs every probe with small counts; ``--full`` runs the targets'
 counts. ``--json`` prints one JSON object on the last line. The exit status is 1
@@ -86,6 +90,9 @@ class Mode:
     r3_batch: int
     r4_variants: int
     case_bound_s: float = 5.0
+    lock_trials: int = 3  # lock loss: trials, chain length, seconds per stage
+    lock_stages: int = 8
+    lock_stage_s: float = 0.01
 
 
 SHORT = Mode(
@@ -98,7 +105,7 @@ SHORT = Mode(
     r3_batch=50,
     r4_variants=64,
 )
-FULL = Mode("full", r1_kills=100, r1_layers=300, r2_writers=8, r2_steps=5, r3_calls=5000, r3_batch=50, r4_variants=520)  # fmt: skip
+FULL = Mode("full", r1_kills=100, r1_layers=300, r2_writers=8, r2_steps=5, r3_calls=5000, r3_batch=50, r4_variants=520, lock_trials=12, lock_stages=60, lock_stage_s=0.1)  # fmt: skip
 
 
 # -- databases ---------------------------------------------------------------------------------
@@ -422,6 +429,21 @@ def run_backend(backend: str, mode: Mode, seed: int, workdir: Path, log: Any) ->
         "corruption_examples": corrupt.get("examples", []),
         "seconds": timings,
     }
+    from reliability_fencing import lock_loss
+
+    lost = step(
+        "lock loss",
+        lambda: lock_loss(
+            lambda: fresh_database(backend, workdir),
+            mode.lock_trials,
+            mode.lock_stages,
+            mode.lock_stage_s,
+            workdir,
+            random.Random(seed),
+        ),
+    )
+    out |= {k: v for k, v in lost.items() if k.startswith("lock_loss_")}
+    details["lock_loss_runs"] = lost["runs"]
     return {"figures": out, "details": details}
 
 
@@ -432,6 +454,7 @@ def failures(report: dict[str, Any], mode: Mode) -> list[str]:
         "r1_kills": mode.r1_kills,
         "r2_writers": mode.r2_writers,
         "r4_variants": mode.r4_variants,
+        "lock_loss_trials": mode.lock_trials,
     }
     for backend, result in report["backends"].items():
         for key, value in result.items():

@@ -5,7 +5,9 @@
 substrate tables in the same database; :func:`memory_saver` keeps both in
 memory; ``CortexSaver.wrap(saver)`` adopts a saver you built yourself (any
 LangGraph ships). Use the saver as any checkpointer, and hold :meth:`CortexSaver.lock`
-around an invocation to keep one writer per thread. :func:`import_document`
+around an invocation to keep one writer per thread: while it is held, every commit
+for the thread is fenced (a writer that lost the lock writes nothing once another
+took the thread; :mod:`cortex_agents.persistence.fencing`). :func:`import_document`
 writes a snapshot as a thread in one transaction; :func:`validate_thread`
 checks a stored thread as a file would be checked.
 """
@@ -24,7 +26,13 @@ from cortex_agents.persistence.inspection import (
     list_threads,
     thread_log,
 )
-from cortex_agents.persistence.locks import FileLocks, PostgresLocks, ProcessLocks, ThreadLocks
+from cortex_agents.persistence.locks import (
+    FileLocks,
+    Lease,
+    PostgresLocks,
+    ProcessLocks,
+    ThreadLocks,
+)
 from cortex_agents.persistence.memory import InMemorySubstrateStore
 from cortex_agents.persistence.saver import DEFAULT_CHANNEL, CortexSaver
 from cortex_agents.persistence.sql import (
@@ -55,6 +63,7 @@ __all__ = [
     "FileLocks",
     "ImportReport",
     "InMemorySubstrateStore",
+    "Lease",
     "PostgresLocks",
     "PostgresSubstrateStore",
     "ProcessLocks",

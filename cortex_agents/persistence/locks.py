@@ -21,6 +21,15 @@ begin/end-of-run hook, so the lock is taken around the invocation
 
 ``timeout`` is how long to wait: 0 fails at once; ``None`` waits forever.
 Failing raises :class:`ThreadBusy`.
+
+A lock can go away under its holder: the lock file deleted or replaced (by a
+person, a clean-up job), the advisory lock's connection terminated (a server
+restart, an idle-session timeout, a pooler, ``pg_terminate_backend``). The
+holder is not told. So :meth:`ThreadLocks.hold` yields a :class:`Lease` whose
+:meth:`Lease.lost` says, on demand, whether the lock is still there: the lock
+file still names the locked inode; the lock's connection still answers. That
+is the early signal (checked before each stage body). The proof is the
+writer epoch each commit checks (:mod:`cortex_agents.persistence.fencing`).
 """
 
 from __future__ import annotations
@@ -40,7 +49,7 @@ from typing import Any, Final
 
 from cortex_agents.errors import StorageError, ThreadBusy
 
-__all__ = ["FileLocks", "PostgresLocks", "ProcessLocks", "ThreadLocks"]
+__all__ = ["FileLocks", "Lease", "PostgresLocks", "ProcessLocks", "ThreadLocks"]
 
 _POLL: Final = 0.02
 _OFD: Final = hasattr(fcntl, "F_OFD_SETLK")
@@ -107,6 +116,57 @@ class _Guards:
                 del self._entries[key]
 
 
+class Lease:
+    """A held lock, as its holder sees it: :meth:`lost` says whether it is still there.
+
+    The base lease cannot be lost (an in-process lock lives as long as its holder).
+    """
+
+    def lost(self) -> str | None:
+        """Why the lock is gone (a sentence), or ``None`` while it is still held."""
+        return None
+
+
+class _FileLease(Lease):
+    """A byte lock on an open lock file: lost when the path no longer names that file."""
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path = path
+        self._inode = _inode(os.fstat(fd))
+
+    def lost(self) -> str | None:
+        try:
+            now = _inode(os.stat(self.path))
+        except FileNotFoundError:
+            return f"its lock file {str(self.path)!r} was deleted"
+        except OSError as exc:
+            return f"its lock file {str(self.path)!r} cannot be read ({exc.strerror or exc})"
+        if now != self._inode:  # the locked inode stays allocated while we hold it open
+            return f"its lock file {str(self.path)!r} was replaced by another file"
+        return None
+
+
+def _inode(st: os.stat_result) -> tuple[int, int]:
+    return st.st_dev, st.st_ino
+
+
+class _PostgresLease(Lease):
+    """A session advisory lock: lost when its connection is."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    def lost(self) -> str | None:
+        import psycopg
+
+        try:
+            self._conn.execute("SELECT 1")
+        except psycopg.Error as exc:
+            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            return f"the connection holding its advisory lock was closed ({detail})"
+        return None
+
+
 # Where OFD locks are missing: one guard per (lock file, thread) for the whole process.
 _PROCESS_GUARDS = _Guards()
 
@@ -131,8 +191,8 @@ class ThreadLocks(ABC):
         return len(self._local)
 
     @contextmanager
-    def hold(self, thread_id: str, timeout: float | None = 0.0) -> Iterator[None]:
-        """Hold the thread's lock for the block.
+    def hold(self, thread_id: str, timeout: float | None = 0.0) -> Iterator[Lease]:
+        """Hold the thread's lock for the block; yield its :class:`Lease`.
 
         Raises:
             ThreadBusy: another holder kept it past ``timeout`` seconds.
@@ -145,24 +205,26 @@ class ThreadLocks(ABC):
             remaining = (
                 None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
             )
-            with self._hold_shared(thread_id, remaining, started):
-                yield
+            with self._hold_shared(thread_id, remaining, started) as lease:
+                yield lease if lease is not None else Lease()
         finally:
             guards.release(key)
 
     @abstractmethod
     def _hold_shared(
         self, thread_id: str, timeout: float | None, started: float
-    ) -> AbstractContextManager[None]:
-        """Hold the cross-process part of the lock."""
+    ) -> AbstractContextManager[Lease | None]:
+        """Hold the cross-process part of the lock (yield its lease; ``None``: cannot be lost)."""
 
 
 class ProcessLocks(ThreadLocks):
     """Locks that only exclude other threads of this process."""
 
     @contextmanager
-    def _hold_shared(self, thread_id: str, timeout: float | None, started: float) -> Iterator[None]:
-        yield
+    def _hold_shared(
+        self, thread_id: str, timeout: float | None, started: float
+    ) -> Iterator[Lease]:
+        yield Lease()
 
 
 class FileLocks(ThreadLocks):
@@ -178,24 +240,45 @@ class FileLocks(ThreadLocks):
         return _PROCESS_GUARDS, (os.path.realpath(self.path), thread_id)
 
     @contextmanager
-    def _hold_shared(self, thread_id: str, timeout: float | None, started: float) -> Iterator[None]:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            offset = _key(thread_id)
-            while True:
-                try:
-                    _lock_byte(fd, offset, exclusive=True)
-                    break
-                except OSError:
-                    if timeout is not None and time.monotonic() - started >= timeout:
-                        raise ThreadBusy(thread_id, time.monotonic() - started) from None
-                    time.sleep(_POLL)
+    def _hold_shared(
+        self, thread_id: str, timeout: float | None, started: float
+    ) -> Iterator[Lease]:
+        offset = _key(thread_id)
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             try:
-                yield
-            finally:
-                _lock_byte(fd, offset, exclusive=False)
+                lease = self._lock(fd, offset, thread_id, timeout, started)
+            except BaseException:
+                os.close(fd)
+                raise
+            if lease is not None:
+                break
+            os.close(fd)  # the file was deleted or replaced while we locked it: lock the new one
+        try:
+            yield lease
         finally:
-            os.close(fd)
+            try:
+                _lock_byte(fd, offset, exclusive=False)
+            finally:
+                os.close(fd)
+
+    def _lock(
+        self, fd: int, offset: int, thread_id: str, timeout: float | None, started: float
+    ) -> Lease | None:
+        """Lock ``offset`` of ``fd``; its lease, or ``None`` when the path names another file now."""
+        while True:
+            try:
+                _lock_byte(fd, offset, exclusive=True)
+                break
+            except OSError:
+                if timeout is not None and time.monotonic() - started >= timeout:
+                    raise ThreadBusy(thread_id, time.monotonic() - started) from None
+                time.sleep(_POLL)
+        lease = _FileLease(self.path, fd)
+        if lease.lost() is None:
+            return lease
+        _lock_byte(fd, offset, exclusive=False)
+        return None
 
 
 def _lock_byte(fd: int, offset: int, *, exclusive: bool) -> None:
@@ -216,7 +299,9 @@ class PostgresLocks(ThreadLocks):
         self.url = url
 
     @contextmanager
-    def _hold_shared(self, thread_id: str, timeout: float | None, started: float) -> Iterator[None]:
+    def _hold_shared(
+        self, thread_id: str, timeout: float | None, started: float
+    ) -> Iterator[Lease]:
         import psycopg
 
         key = _key(thread_id)
@@ -226,6 +311,11 @@ class PostgresLocks(ThreadLocks):
                     raise ThreadBusy(thread_id, time.monotonic() - started)
                 time.sleep(_POLL)
             try:
-                yield
+                yield _PostgresLease(conn)
             finally:
-                conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+                try:
+                    conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+                except psycopg.Error:
+                    if not conn.broken:
+                        raise
+                    # the connection is gone, and the server released its locks with it

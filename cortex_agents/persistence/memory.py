@@ -26,6 +26,7 @@ class _Tables:
     nodes: dict[int, tuple[int, int, str]] = field(default_factory=dict)
     node_keys: dict[tuple[int, str], int] = field(default_factory=dict)
     edges: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
+    writers: dict[str, int] = field(default_factory=dict)
     ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
 
@@ -133,8 +134,16 @@ class _MemoryTransaction(Transaction):
             "edges": len(t.edges),
         }
 
+    def claim_writer(self, thread_id: str) -> int | None:
+        epoch = (self.writer_epoch(thread_id) or 0) + 1
+        self.new.writers[thread_id] = epoch
+        return epoch
+
+    def writer_epoch(self, thread_id: str) -> int | None:
+        return self.new.writers.get(thread_id, self.t.writers.get(thread_id))
+
     def commit(self) -> None:
-        for name in ("branches", "events", "heads", "nodes", "node_keys", "edges"):
+        for name in ("branches", "events", "heads", "nodes", "node_keys", "edges", "writers"):
             getattr(self.t, name).update(getattr(self.new, name))
 
 

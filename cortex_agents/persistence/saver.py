@@ -21,6 +21,12 @@ Properties:
   never see each other's later events.
 * **Thread isolation.** Branches belong to one ``(thread, namespace)``; a
   cursor of another thread is refused.
+* **Fencing.** While this saver holds a thread's lock (:meth:`CortexSaver.lock`),
+  each of its commits for the thread — ``put`` and ``put_writes``, events and
+  checkpoint together — runs in one transaction of the substrate store that
+  first checks the thread's writer epoch, and writes nothing if another
+  writer took the thread (:class:`~cortex_agents.errors.WriterFenced`); see
+  :mod:`cortex_agents.persistence.fencing`.
 
 One line from any saver LangGraph ships: ``CortexSaver.wrap(saver)`` builds the
 matching substrate store (see :mod:`cortex_agents.persistence.wrap`). A plain
@@ -55,6 +61,7 @@ from langgraph.checkpoint.base import (
 )
 
 from cortex_agents.errors import InvalidArgument
+from cortex_agents.persistence.fencing import Fence, Writers
 from cortex_agents.persistence.locks import ProcessLocks, ThreadLocks
 from cortex_agents.persistence.store import EMPTY_CURSOR, Cursor, SubstrateStore
 from cortex_agents.substrate.log import SubstrateLog
@@ -67,11 +74,11 @@ _Parent = tuple[Cursor, SubstrateLog]  # a parent checkpoint's cursor and log
 
 
 class _JointStore(Protocol):
-    """A substrate store on the inner saver's own connection (:func:`open_saver`'s SQLite pair)."""
+    """A substrate store whose transaction a checkpoint write can join (the SQL stores)."""
 
-    conn: Any
-
-    def atomic(self, serde: Any) -> AbstractContextManager[BaseCheckpointSaver[str]]:
+    def atomic(
+        self, serde: Any, *, fence: Fence | None = None, doing: str = "import"
+    ) -> AbstractContextManager[BaseCheckpointSaver[str]]:
         """One transaction for substrate rows and checkpoints (a saver whose writes join it)."""
         ...
 
@@ -96,6 +103,8 @@ class CortexSaver(BaseCheckpointSaver[str]):
             used out; a forgotten one is read back from the inner saver).
         owns_store: Whether :meth:`close` closes ``store`` (true for a saver
             :meth:`wrap` built).
+        writers: The fences of this saver's lock holders (shared with the
+            copies :meth:`with_allowlist` makes).
     """
 
     def __init__(
@@ -107,6 +116,7 @@ class CortexSaver(BaseCheckpointSaver[str]):
         locks: ThreadLocks | None = None,
         cursor_cache: int = 256,
         owns_store: bool = False,
+        writers: Writers | None = None,
     ) -> None:
         super().__init__(serde=inner.serde)
         self.inner = inner
@@ -117,7 +127,10 @@ class CortexSaver(BaseCheckpointSaver[str]):
         self._cursor_cache = cursor_cache
         self._guard = threading.Lock()
         self._owns_store = owns_store
+        self._writers = writers if writers is not None else Writers()
         self._joint = self._joint_store()
+        # where a lock holder's commits go: any store that can join a checkpoint write
+        self._fencing = cast(_JointStore, store) if hasattr(store, "atomic") else None
 
     @classmethod
     def wrap(
@@ -202,6 +215,7 @@ class CortexSaver(BaseCheckpointSaver[str]):
             channel=self.channel,
             locks=self.locks,
             cursor_cache=self._cursor_cache,
+            writers=self._writers,
         )  # the store stays this saver's to close
 
     # -- cursor bookkeeping --------------------------------------------------------------
@@ -310,28 +324,59 @@ class CortexSaver(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        """Append the substrate's new events, then store the checkpoint with a cursor."""
-        if self._substrate_value(checkpoint) is not None:
-            thread_id, ns, parent_id = _ids(config)
-            parent = None
-            if parent_id is not None:
-                key = (thread_id, ns, parent_id)
-                parent = self._recall(key) or self._parent_from(
-                    key, self.inner.get_tuple(self._parent_config(key))
-                )
-            if self._joint is not None:
-                # one transaction, one sync: the events and the checkpoint commit together
-                with self._joint.atomic(self.inner.serde) as joint:
-                    stored = self._store_value(thread_id, ns, checkpoint, parent)
-                    return joint.put(config, stored, metadata, new_versions)
+        """Append the substrate's new events, then store the checkpoint with a cursor.
+
+        Raises:
+            WriterFenced: this saver holds the thread's lock, and another writer
+                took the thread since (nothing was written).
+        """
+        fence = self._fence(config)
+        has_substrate = self._substrate_value(checkpoint) is not None
+        if not has_substrate and fence is None:
+            return self.inner.put(config, checkpoint, metadata, new_versions)
+        thread_id, ns, parent_id = _ids(config)
+        parent = None
+        if parent_id is not None and has_substrate:
+            key = (thread_id, ns, parent_id)
+            parent = self._recall(key) or self._parent_from(
+                key, self.inner.get_tuple(self._parent_config(key))
+            )
+        return self._put(fence, has_substrate, config, checkpoint, metadata, new_versions, parent)
+
+    def _put(
+        self,
+        fence: Fence | None,
+        has_substrate: bool,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        parent: _Parent | None,
+    ) -> RunnableConfig:
+        """Store the events and the checkpoint: in one transaction when the store can join it."""
+        thread_id, ns, _ = _ids(config)
+        joint = self._joint if fence is None else self._fencing
+        if joint is not None:
+            # one transaction, one sync: the fence check, the events and the checkpoint
+            with joint.atomic(self.inner.serde, fence=fence, doing="checkpoint") as saver:
+                if has_substrate:
+                    checkpoint = self._store_value(thread_id, ns, checkpoint, parent)
+                return saver.put(config, checkpoint, metadata, new_versions)
+        if has_substrate:
             checkpoint = self._store_value(thread_id, ns, checkpoint, parent)
         return self.inner.put(config, checkpoint, metadata, new_versions)
 
-    def _joint_store(self) -> _JointStore | None:
-        """The store, if it can hold the inner saver's writes in its own transaction.
+    def _fence(self, config: RunnableConfig) -> Fence | None:
+        """The fence this saver holds for the config's thread, if it holds the thread's lock."""
+        if not len(self._writers):
+            return None
+        thread_id = config.get("configurable", {}).get("thread_id")
+        return None if thread_id is None else self._writers.get(str(thread_id))
 
-        So it can for :func:`open_saver`'s SQLite pair (one connection): then a
-        put costs one commit instead of two.
+    def _joint_store(self) -> _JointStore | None:
+        """The store, if it shares the inner saver's connection (:func:`open_saver`'s SQLite pair).
+
+        Then every put joins the store's transaction, lock or not: one commit instead of two.
         """
         conn = getattr(self.store, "conn", None)
         if (
@@ -349,7 +394,17 @@ class CortexSaver(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        """Pending writes are per-task deltas already: stored by the inner saver as they are."""
+        """Pending writes are per-task deltas already: stored as they are (fenced under the lock).
+
+        Raises:
+            WriterFenced: this saver holds the thread's lock, and another writer
+                took the thread since (nothing was written).
+        """
+        fence = self._fence(config)
+        if fence is not None and self._fencing is not None:
+            with self._fencing.atomic(self.inner.serde, fence=fence, doing="writes") as saver:
+                saver.put_writes(config, writes, task_id, task_path)
+            return
         self.inner.put_writes(config, writes, task_id, task_path)
 
     def delete_thread(self, thread_id: str) -> None:
@@ -396,22 +451,35 @@ class CortexSaver(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        """Append the substrate's new events, then store the checkpoint with a cursor."""
-        if self._substrate_value(checkpoint) is not None:
-            thread_id, ns, parent_id = _ids(config)
-            parent = None
-            if parent_id is not None:
-                key = (thread_id, ns, parent_id)
-                known = self._recall(key)
-                parent = (
-                    known
-                    if known is not None
-                    else await asyncio.to_thread(
-                        self._parent_from,
-                        key,
-                        await self.inner.aget_tuple(self._parent_config(key)),
-                    )
+        """Append the substrate's new events, then store the checkpoint with a cursor.
+
+        Raises:
+            WriterFenced: this saver holds the thread's lock, and another writer
+                took the thread since (nothing was written).
+        """
+        fence = self._fence(config)
+        has_substrate = self._substrate_value(checkpoint) is not None
+        if not has_substrate and fence is None:
+            return await self.inner.aput(config, checkpoint, metadata, new_versions)
+        thread_id, ns, parent_id = _ids(config)
+        parent = None
+        if parent_id is not None and has_substrate:
+            key = (thread_id, ns, parent_id)
+            known = self._recall(key)
+            parent = (
+                known
+                if known is not None
+                else await asyncio.to_thread(
+                    self._parent_from,
+                    key,
+                    await self.inner.aget_tuple(self._parent_config(key)),
                 )
+            )
+        if fence is not None and self._fencing is not None:  # the store's transaction: off the loop
+            return await asyncio.to_thread(
+                self._put, fence, has_substrate, config, checkpoint, metadata, new_versions, parent
+            )
+        if has_substrate:
             checkpoint = await asyncio.to_thread(
                 self._store_value, thread_id, ns, checkpoint, parent
             )
@@ -424,7 +492,10 @@ class CortexSaver(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        """Pending writes are per-task deltas already: stored by the inner saver as they are."""
+        """Pending writes are per-task deltas already: stored as they are (fenced under the lock)."""
+        if self._fence(config) is not None and self._fencing is not None:
+            await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+            return
         await self.inner.aput_writes(config, writes, task_id, task_path)
 
     async def adelete_thread(self, thread_id: str) -> None:
@@ -489,21 +560,45 @@ class CortexSaver(BaseCheckpointSaver[str]):
     def lock(self, thread_id: str, *, timeout: float | None = 0.0) -> Iterator[None]:
         """Hold the thread's writer lock around an invocation.
 
+        Once the lock is held, the thread's writer epoch is raised, and until
+        the block ends every commit of this saver for the thread checks it
+        (fencing: :mod:`cortex_agents.persistence.fencing`).
+
         Raises:
             ThreadBusy: another writer held it past ``timeout`` seconds.
         """
-        with self.locks.hold(str(thread_id), timeout):
-            yield
+        thread_id = str(thread_id)
+        with self.locks.hold(thread_id, timeout) as lease:
+            epoch = self.store.claim_writer(thread_id)
+            with self._writers.holding(Fence(thread_id, epoch, lease)):
+                yield
 
     @asynccontextmanager
     async def alock(self, thread_id: str, *, timeout: float | None = 0.0) -> AsyncIterator[None]:
         """:meth:`lock` for async code (waiting happens off the event loop)."""
-        manager = self.locks.hold(str(thread_id), timeout)
+        manager = self.lock(thread_id, timeout=timeout)
         await asyncio.to_thread(manager.__enter__)
         try:
             yield
         finally:
             await asyncio.to_thread(manager.__exit__, None, None, None)
+
+    def check_writer(self, thread_id: str) -> None:
+        """Raise :class:`WriterFenced` if this saver holds the thread's lock and the lock went away.
+
+        Cheap (a ``stat`` of the lock file; one round trip on the lock's
+        Postgres connection), and a no-op when this saver does not hold the
+        thread. The runtime calls it before each stage body.
+        """
+        fence = self._writers.get(str(thread_id))
+        if fence is not None:
+            fence.check_lease()
+
+    async def acheck_writer(self, thread_id: str) -> None:
+        """:meth:`check_writer` for async code (off the event loop when it asks a server)."""
+        fence = self._writers.get(str(thread_id))
+        if fence is not None:
+            await asyncio.to_thread(fence.check_lease)
 
 
 def _extends(value: SubstrateLog, base: SubstrateLog) -> bool:

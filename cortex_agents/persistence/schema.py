@@ -4,7 +4,7 @@
 the missing ones in order, in one transaction, and refuses a database that a
 newer cortex-agents already migrated beyond what this code knows.
 
-Tables (v3):
+Tables (v4):
 
 ``cortex_branches``
     one row per branch: its thread and namespace, its parent branch and
@@ -12,6 +12,12 @@ Tables (v3):
 ``cortex_events``
     one row per event, keyed ``(branch_pk, seq)``; ``body`` is the event's
     compact JSON as text (JSON *text*, so output key order is kept).
+``cortex_writers``
+    one row per thread ever locked by a writer: its writer ``epoch``, raised
+    each time a writer takes the thread's lock. Every commit of a lock holder
+    checks it in the same transaction (fencing: see
+    :mod:`cortex_agents.persistence.fencing`). Deleting a thread keeps its
+    row: a recreated thread must never hand out an epoch a stale writer holds.
 ``cortex_nodes`` / ``cortex_edges``
     one row per ``node_scheduled`` / ``edge_added`` event, each with a
     foreign key to its event row. A node row is keyed by ``(branch_pk,
@@ -34,6 +40,8 @@ to its event row, ``(branch_pk, seq)``, has none on purpose: a thread's node
 rows are deleted before its events, and the node key's ``branch_pk`` prefix
 bounds each check to one branch's (by then deleted) rows; an index would
 cost a page in every step's commit.
+
+v4 adds ``cortex_writers``.
 """
 
 from __future__ import annotations
@@ -193,6 +201,22 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
         name="indexes behind the foreign keys deletes check",
         sqlite=_REFERENCE_INDEXES,
         postgres=_REFERENCE_INDEXES,
+    ),
+    Migration(
+        version=4,
+        name="writer epochs (fencing)",
+        sqlite=(
+            """CREATE TABLE cortex_writers (
+                thread_id TEXT PRIMARY KEY,
+                epoch INTEGER NOT NULL CHECK (epoch >= 1)
+            ) WITHOUT ROWID""",
+        ),
+        postgres=(
+            """CREATE TABLE cortex_writers (
+                thread_id TEXT PRIMARY KEY,
+                epoch BIGINT NOT NULL CHECK (epoch >= 1)
+            )""",
+        ),
     ),
 )
 

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from psycopg import Connection
 
 from cortex_agents.errors import InvalidArgument, StorageError
+from cortex_agents.persistence.fencing import Fence, fenced
 from cortex_agents.persistence.schema import Dialect, migrate
 from cortex_agents.persistence.store import SubstrateStore, Transaction
 from cortex_agents.persistence.transactions import (
@@ -172,6 +173,44 @@ class _SqlTransaction(Transaction):
             name: int(self._run(f"SELECT COUNT(*) FROM cortex_{name}").fetchone()[0])
             for name in ("branches", "events", "nodes", "edges")
         }
+
+    def claim_writer(self, thread_id: str) -> int | None:
+        row = self._run(
+            "INSERT INTO cortex_writers (thread_id, epoch) VALUES (?, 1) "
+            "ON CONFLICT (thread_id) DO UPDATE SET epoch = cortex_writers.epoch + 1 "
+            "RETURNING epoch",
+            (thread_id,),
+            doing="writer row",
+        ).fetchone()
+        return _epoch(row[0], thread_id)
+
+    def writer_epoch(self, thread_id: str) -> int | None:
+        # SQLite: inside a write transaction, which no claim can interleave with.
+        # Postgres: FOR SHARE makes a claim's UPDATE wait for this transaction's end.
+        lock = " FOR SHARE" if self.dialect == "postgres" else ""
+        row = self._run(
+            f"SELECT epoch FROM cortex_writers WHERE thread_id = ?{lock}",
+            (thread_id,),
+            doing="writer row",
+        ).fetchone()
+        return None if row is None else _epoch(row[0], thread_id)
+
+    def check_fence(self, fence: Fence | None) -> None:
+        """Raise :class:`WriterFenced` (writing nothing) unless the fence's epoch still holds."""
+        if fence is None or fence.epoch is None:
+            return
+        found = self.writer_epoch(fence.thread_id)
+        if found != fence.epoch:
+            raise fenced(fence, found)
+
+
+def _epoch(value: Any, thread_id: str) -> int:
+    """A writer epoch as stored; anything but an integer is a damaged row."""
+    if type(value) is not int:
+        raise StorageError(
+            "corrupt", f"the writer row of thread {thread_id!r} holds {value!r}, not an epoch"
+        )
+    return value
 
 
 def sqlite_connect(
@@ -316,7 +355,9 @@ class SqliteSubstrateStore(SubstrateStore):
             yield _SqlTransaction(self.conn.cursor(), "sqlite")
 
     @contextmanager
-    def atomic(self, serde: Any) -> Iterator[BaseCheckpointSaver[str]]:
+    def atomic(
+        self, serde: Any, *, fence: Fence | None = None, doing: str = "import"
+    ) -> Iterator[BaseCheckpointSaver[str]]:
         """One write transaction for substrate rows and checkpoints; all or nothing.
 
         Yields a LangGraph ``SqliteSaver`` on this store's connection whose
@@ -324,6 +365,10 @@ class SqliteSubstrateStore(SubstrateStore):
         :class:`CortexSaver` built on it and this store writes events and the
         checkpoint together. On any error everything is rolled back and the
         store's caches forget what the transaction created.
+
+        Raises:
+            WriterFenced: ``fence`` is given and the thread's writer epoch is
+                no longer its own (checked first: nothing is written).
         """
         from langgraph.checkpoint.sqlite import SqliteSaver
 
@@ -337,8 +382,9 @@ class SqliteSubstrateStore(SubstrateStore):
                 raise StorageError("open_transaction", "an atomic block is already open")
             saver.serde = serde  # this block's (used only while the lock is held)
             try:
-                with sqlite_transaction(self.conn, doing="import"):
+                with sqlite_transaction(self.conn, doing=doing):
                     self._atomic_thread = threading.get_ident()
+                    _SqlTransaction(self.conn, "sqlite").check_fence(fence)
                     yield saver
             except BaseException:
                 self.forget_cached()
@@ -374,6 +420,7 @@ class PostgresSubstrateStore(SubstrateStore):
         super().__init__(cache_branches=cache_branches)
         self._psycopg = psycopg
         self.conn = psycopg.connect(url, autocommit=True)
+        self._joint_saver: BaseCheckpointSaver[str] | None = None
 
     @contextmanager
     def transaction(self, *, write: bool = True) -> Iterator[Transaction]:
@@ -386,20 +433,34 @@ class PostgresSubstrateStore(SubstrateStore):
             yield _SqlTransaction(cursor, "postgres")
 
     @contextmanager
-    def atomic(self, serde: Any) -> Iterator[BaseCheckpointSaver[str]]:
+    def atomic(
+        self, serde: Any, *, fence: Fence | None = None, doing: str = "import"
+    ) -> Iterator[BaseCheckpointSaver[str]]:
         """One transaction for substrate rows and checkpoints; all or nothing.
 
         Yields a LangGraph ``PostgresSaver`` on this store's connection: its
         writes, and every substrate write of this thread meanwhile (a nested
         transaction is a savepoint), commit together at the end.
+
+        Raises:
+            WriterFenced: ``fence`` is given and the thread's writer epoch is
+                no longer its own (checked first: nothing is written).
         """
         from langgraph.checkpoint.postgres import PostgresSaver
 
         try:
-            with self._lock, postgres_transaction(self.conn, doing="import"):
-                # PostgresSaver opens its own cursors with dict rows; our connection's
-                # default (tuple) row factory is never used by it
-                yield PostgresSaver(cast("Connection[dict[str, Any]]", self.conn), serde=serde)
+            with self._lock, postgres_transaction(self.conn, doing=doing):
+                if fence is not None:
+                    with self.conn.cursor() as cursor:
+                        _SqlTransaction(cursor, "postgres").check_fence(fence)
+                saver = self._joint_saver
+                if saver is None:  # built once: its construction probes libpq's capabilities
+                    # PostgresSaver opens its own cursors with dict rows; our connection's
+                    # default (tuple) row factory is never used by it
+                    saver = PostgresSaver(cast("Connection[dict[str, Any]]", self.conn))
+                    self._joint_saver = saver
+                saver.serde = serde  # this block's (used only while the store's lock is held)
+                yield saver
         except BaseException:
             self.forget_cached()
             raise

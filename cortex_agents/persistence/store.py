@@ -172,6 +172,15 @@ class Transaction(ABC):
     def counts(self) -> dict[str, int]:
         """Rows per table."""
 
+    def claim_writer(self, thread_id: str) -> int | None:
+        """Raise the thread's writer epoch by one and return it (``None``: no writer rows here)."""
+        return None
+
+    def writer_epoch(self, thread_id: str) -> int | None:
+        """The thread's writer epoch (``None``: no row), read so that no claim commits before
+        this transaction ends (see :mod:`cortex_agents.persistence.fencing`)."""
+        return None
+
 
 class SubstrateStore(ABC):
     """Append-only substrate storage with one protocol over several backends.
@@ -377,6 +386,15 @@ class SubstrateStore(ABC):
         """Rows per table (branches, events, nodes, edges)."""
         with self.transaction(write=False) as tx:
             return tx.counts()
+
+    def claim_writer(self, thread_id: str) -> int | None:
+        """Take the thread as its writer: raise its writer epoch and return it (fencing).
+
+        Called by :meth:`CortexSaver.lock` once the lock is held. ``None``: this
+        store keeps no writer rows, and its commits are not fenced.
+        """
+        with self._lock, self.transaction() as tx:
+            return tx.claim_writer(thread_id)
 
     def forget_cached(self) -> None:
         """Drop every cached branch: an enclosing transaction rolled back rows they describe."""

@@ -429,12 +429,21 @@ class WireGraph:
         the run's state, which a LangGraph node's type cannot say: hence ``Any``.
         """
 
+        # A writer whose lock went away stops here, before the body: WriterFenced fails
+        # the task, so the invocation ends within this superstep (see persistence/fencing.py).
+        check = getattr(self.saver, "check_writer", None)
+        acheck = getattr(self.saver, "acheck_writer", None)
+
         def run(payload: dict[str, Any], config: RunnableConfig) -> Command[str]:
+            if check is not None:
+                check(config["configurable"]["thread_id"])
             ctx, seen, follows = self.context(payload, config)
             events = execute_stage(kind.fn, ctx, payload["frontier"], state=follows)
             return self.finish(payload, config, seen, events)
 
         async def arun(payload: dict[str, Any], config: RunnableConfig) -> Command[str]:
+            if acheck is not None:
+                await acheck(config["configurable"]["thread_id"])
             ctx, seen, follows = self.context(payload, config)
             events = await aexecute_stage(kind.fn, ctx, payload["frontier"], state=follows)
             return self.finish(payload, config, seen, events)

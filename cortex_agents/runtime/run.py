@@ -2,10 +2,13 @@
 
 :class:`Runtime` compiles a wire once; :meth:`Runtime.run` advances one
 thread until nothing is runnable. It holds the thread's writer lock for the
-whole invocation (one writer per thread). On a thread whose last superstep
-was interrupted it first finishes that superstep (its stages run again:
-bodies run at least once); on a thread that had ended it retries failed
-stages and schedules anything new.
+whole invocation (one writer per thread); if the lock goes away under it, the
+run stops with :class:`~cortex_agents.errors.WriterFenced` before its next
+stage body, and none of its commits lands after another writer took the
+thread (:mod:`cortex_agents.persistence.fencing`). On a thread whose last
+superstep was interrupted it first finishes that superstep (its stages run
+again: bodies run at least once); on a thread that had ended it retries
+failed stages and schedules anything new.
 """
 
 from __future__ import annotations
@@ -204,6 +207,8 @@ class Runtime:
                 failures are recorded in the substrate; running the thread
                 again retries them).
             ThreadBusy: another writer holds the thread.
+            WriterFenced: the lock went away during the run (what it committed
+                stays; resuming the thread finishes it).
         """
         final = _Final()
         for progress in self._advance(thread_id, input, final, decode=on_progress is not None):

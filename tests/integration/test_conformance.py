@@ -14,7 +14,7 @@ import pytest
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 
 from cortex_agents.persistence import aopen_saver, memory_saver, open_saver
-from tests.conformance_support import sync_driven
+from tests.conformance_support import fenced_writes, sync_driven
 
 CAPABILITIES = (
     "put",
@@ -42,6 +42,10 @@ def registered(kind: str, drive: str, tmp_path, postgres_url: str | None):
                 target = await stack.enter_async_context(_fresh_postgres(postgres_url))
             if drive == "async":
                 yield await stack.enter_async_context(aopen_saver(target))
+            elif drive == "fenced-async":  # every write checks a writer epoch, as under a lock
+                yield fenced_writes(await stack.enter_async_context(aopen_saver(target)))
+            elif drive == "fenced-sync":
+                yield sync_driven(fenced_writes(stack.enter_context(open_saver(target))))
             else:
                 yield sync_driven(stack.enter_context(open_saver(target)))
 
@@ -72,6 +76,18 @@ def _fresh_postgres(server_url: str):
     "kind", ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 )
 async def test_conformance(kind, drive, tmp_path, request):
+    await _conformance(kind, drive, tmp_path, request)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("drive", ["fenced-async", "fenced-sync"])
+@pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def test_conformance_of_fenced_writes(kind, drive, tmp_path, request):
+    """A lock holder's writes go through the store's transaction, whatever the inner saver."""
+    await _conformance(kind, drive, tmp_path, request)
+
+
+async def _conformance(kind, drive, tmp_path, request):
     server = request.getfixturevalue("postgres_server") if kind == "postgres" else None
     report = await validate(registered(kind, drive, tmp_path, server))
     results = report.to_dict()["results"]

@@ -3,8 +3,9 @@
 Each backend runs the whole suite once in a subprocess (R1 SIGKILLs its own child
 processes, R2 spawns eight writers): SIGKILL-and-resume, concurrent writers on fresh
 and existing databases, hostile tool calls through the real tool loop, malformed
-snapshot files, hostile paths, checkpointer conformance and damaged databases. A
-regression in any of them shows up as a missed target here.
+snapshot files, hostile paths, checkpointer conformance, damaged databases and a
+writer's lock lost mid-run. A regression in any of them shows up as a missed target
+here.
 """
 
 from __future__ import annotations
@@ -53,3 +54,4 @@ def test_the_short_suite_meets_every_zero_target(backend, request):
     assert figures["r4_variants"] >= 64 and figures["r5_paths"] >= 80
     assert figures["corruption_cases"] >= 90
     assert all(v.split("/")[1] != "0" for v in figures["r6_conformance"].values())
+    assert figures["lock_loss_trials"] >= 3 and figures["lock_loss_replaced"] == 0

@@ -39,6 +39,7 @@ from cortex_agents import (
     SubstrateState,
     Topological,
     UnknownScorer,
+    WriterFenced,
     dump_snapshot,
     graph_memory_tools,
     load_snapshot,
@@ -48,7 +49,7 @@ from cortex_agents import (
     validate_snapshot,
 )
 from cortex_agents.memory import PresetRegistry, WalkSpec
-from cortex_agents.persistence import CortexSaver
+from cortex_agents.persistence import CortexSaver, open_saver
 from cortex_agents.runtime import RunResult, Runtime, StageContext, Wire, WireBuilder
 from cortex_agents.substrate import NodeId, SubstrateLog, append_events
 
@@ -287,11 +288,22 @@ def bad_input_is_named() -> InvalidArgument:
     return error
 
 
+def lost_lock(folder: Path) -> WriterFenced:
+    """A writer whose lock file is deleted under it is told so before its next stage."""
+    database = folder / "runs.db"
+    with open_saver(database) as saver, saver.lock("thread-9"):
+        Path(f"{database}.cortex-locks").unlink()
+        error = refused(lambda: saver.check_writer("thread-9"), WriterFenced)
+    assert error.thread_id == "thread-9" and "was deleted" in error.reason, error
+    return error
+
+
 def main() -> None:
     run_wire()
     query_memory()
     with tempfile.TemporaryDirectory() as folder:
         snapshot_files(Path(folder))
+        lost_lock(Path(folder))
     own_graph()
     tool_node_graph()
     bad_input_is_named()
