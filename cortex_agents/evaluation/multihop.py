@@ -239,11 +239,15 @@ def _bridge_order(question: str, paragraphs: list[Paragraph], gold: list[int]) -
 
 def _musique(item: dict[str, Any], where: str) -> Record | Skipped:
     if item.get("answerable") is False:
-        return Skipped(where, "unanswerable MuSiQue record: its supporting paragraphs do not answer")
+        return Skipped(
+            where, "unanswerable MuSiQue record: its supporting paragraphs do not answer"
+        )
     raw = item.get("paragraphs")
     steps = item.get("question_decomposition")
     if not isinstance(raw, list) or not isinstance(steps, list):
-        return Skipped(where, "MuSiQue record needs `paragraphs` and `question_decomposition` lists")
+        return Skipped(
+            where, "MuSiQue record needs `paragraphs` and `question_decomposition` lists"
+        )
     paragraphs: list[Paragraph] = []
     by_idx: dict[Any, int] = {}
     supporting: list[int] = []
@@ -265,19 +269,19 @@ def _musique(item: dict[str, Any], where: str) -> Record | Skipped:
         if not isinstance(step, dict):
             notes.append(f"decomposition step {number} is not an object")
             continue
-        position = by_idx.get(step.get("paragraph_support_idx"))
-        if position is None:
+        found = by_idx.get(step.get("paragraph_support_idx"))
+        if found is None:
             notes.append(f"decomposition step {number} names no paragraph")
             continue
         uses = sorted(
             {step_hop[k] for k in map(int, _HOP_REF.findall(_text(step.get("question"))))
              if k in step_hop and step_hop[k] != step_hop.get(number)}
         )  # fmt: skip
-        if position in hops:  # two steps on one paragraph: one hop
-            step_hop[number] = hops.index(position)
+        if found in hops:  # two steps on one paragraph: one hop
+            step_hop[number] = hops.index(found)
             continue
         step_hop[number] = len(hops)
-        hops.append(position)
+        hops.append(found)
         depends.append(tuple(uses))
     for position in supporting:
         if position not in hops:
@@ -299,7 +303,9 @@ def _musique(item: dict[str, Any], where: str) -> Record | Skipped:
     )
 
 
-def parse_records(items: Iterable[Any], origin: str = "records") -> tuple[list[Record], list[Skipped]]:
+def parse_records(
+    items: Iterable[Any], origin: str = "records"
+) -> tuple[list[Record], list[Skipped]]:
     """Records of either format among ``items``, and the ones skipped (with where and why).
 
     Args:
@@ -339,7 +345,9 @@ def load_records(path: str | Path) -> tuple[list[Record], list[Skipped]]:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        raise InvalidArgument("--multihop", f"cannot be read: {exc.strerror or exc}", name) from None
+        raise InvalidArgument(
+            "--multihop", f"cannot be read: {exc.strerror or exc}", name
+        ) from None
     try:
         data = json.loads(text)
         items = data if isinstance(data, list) else [data]
@@ -435,7 +443,9 @@ def _envelope(contract: str, value: dict[str, Any]) -> dict[str, Any]:
 
 def _analysis(ref: str, paragraph: Paragraph) -> dict[str, Any]:
     evidence = [paragraph.title] if paragraph.title else []
-    return _envelope("analysis", {"claim_ref": ref, "finding": paragraph.text, "evidence": evidence})
+    return _envelope(
+        "analysis", {"claim_ref": ref, "finding": paragraph.text, "evidence": evidence}
+    )
 
 
 def _first_sentence(text: str) -> str:
@@ -595,7 +605,9 @@ def _case(record: Record, family: str, split: str) -> MultihopCase:
         gold = set(hops)
         for r in range(rng.choice((1, 2, 3))):
             others = [p for p in everything if p not in gold]
-            kept = sorted(gold | set(rng.sample(others, rng.randint(len(others) // 2, len(others)))))
+            kept = sorted(
+                gold | set(rng.sample(others, rng.randint(len(others) // 2, len(others))))
+            )
             ids, merge, now = _round(run, rng, record, f"r{r + 1}.", kept, refs, after, now, {})
             rewriter, now = _review(
                 run, rng, record, f"r{r + 1}.", merge, sorted(ids.values()), now,

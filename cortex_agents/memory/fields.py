@@ -6,7 +6,9 @@ and one extractor. It reads each node's output once, when the output arrives
 needs it): routing key, body text, evidence, the projected slice; for the
 Jaccard scorer the body's tokens, appended to an inverted index (so a text
 query costs one ``bincount`` over its tokens' postings instead of tokenising
-every candidate — DESIGN §9); and, per embedding scorer, the body's vector,
+every candidate — DESIGN §9); for BM25, the body's term frequencies under the
+lexical tokeniser and the corpus statistics (:mod:`~cortex_agents.memory.lexical_postings`,
+read lazily too); and, per embedding scorer, the body's vector,
 one row of an ``(n, d)`` matrix filled from the scorer's embedding cache
 (a query embeds only its own text).
 
@@ -28,6 +30,8 @@ from cortex_agents.errors import InvalidArgument
 from cortex_agents.memory.columns import Column, Rows
 from cortex_agents.memory.embedding import Matrix, VectorScorer, cosine_axis
 from cortex_agents.memory.extract import ExtractedFields, Extractor
+from cortex_agents.memory.lexical import BM25
+from cortex_agents.memory.lexical_postings import LexicalPostings
 from cortex_agents.memory.semantic import tokenize
 
 if TYPE_CHECKING:
@@ -82,6 +86,7 @@ class FieldsIndex:
         self.postings: list[Column] = []
         self._kind_routing: dict[int, int] = {}
         self._vectors: OrderedDict[str, _Vectors] = OrderedDict()
+        self._lexical: LexicalPostings | None = None
 
     def fork(self, parent: MemoryIndex, n: int, ready: int, length: int) -> FieldsIndex:
         """A copy for the fork of ``parent`` at ``length`` events (``n`` nodes, ``ready`` outputs).
@@ -122,6 +127,9 @@ class FieldsIndex:
             kept.rows = held.rows.copy(size)
             kept.empty = held.empty
             other._vectors[scorer_id] = kept
+        other._lexical = None
+        if self._lexical is not None:
+            other._lexical = self._lexical.fork(parent, n, ready, length)
         return other
 
     def intern(self, key: str) -> int:
@@ -164,6 +172,13 @@ class FieldsIndex:
                     self.postings.append(Column(capacity=4))
                 self.postings[token_id].append(i)
         self.done = len(ready)
+
+    def lexical(self, index: MemoryIndex) -> LexicalPostings:
+        """BM25's postings and statistics, caught up (the caller holds the index lock)."""
+        if self._lexical is None:
+            self._lexical = LexicalPostings(self.empty.body_text)
+        self._lexical.catch_up(index, self)
+        return self._lexical
 
     def kind_routing(self, index: MemoryIndex) -> IntArray:
         """Routing id of a node without output, by kind id (the caller holds the index lock)."""
@@ -269,6 +284,13 @@ class FieldsView:
         union = len(wanted) + counts - inter
         safe = np.where(union > 0, union, 1)
         return np.where(union > 0, inter / safe, 0.0)
+
+    def bm25(self, scorer: BM25, text: str, nodes: IntArray) -> FloatArray:
+        """The BM25 axis of each node against ``text``, over the scorer's corpus as of the view
+        (:mod:`cortex_agents.memory.lexical_postings`)."""
+        index = self.view.index
+        with index.lock:  # postings grow under the lock: read them under it too
+            return self.fields.lexical(index).axis(scorer, text, self.view, nodes)
 
     def cosine(self, scorer: VectorScorer, text: str, nodes: IntArray) -> FloatArray:
         """``min(max(cos, 0), 1)`` of each node's body vector against ``text``'s vector.

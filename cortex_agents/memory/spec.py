@@ -21,10 +21,12 @@ __all__ = [
     "DIRECTIONS",
     "PRIORS",
     "SCOPES",
+    "TIME_REFERENCES",
     "Direction",
     "GraphPrior",
     "Query",
     "Scope",
+    "TimeReference",
     "WalkSpec",
     "Weights",
 ]
@@ -32,10 +34,12 @@ __all__ = [
 Direction = Literal["ancestors", "descendants", "bidirectional"]
 Scope = Literal["settled_only", "debug_all_statuses"]
 GraphPrior = Literal["influence", "hop_decay"]
+TimeReference = Literal["snapshot", "newest"]
 
 DIRECTIONS: Final[tuple[str, ...]] = get_args(Direction)
 SCOPES: Final[tuple[str, ...]] = get_args(Scope)
 PRIORS: Final[tuple[str, ...]] = get_args(GraphPrior)
+TIME_REFERENCES: Final[tuple[str, ...]] = get_args(TimeReference)
 AXES: Final = ("graph", "temporal", "semantic")
 
 
@@ -104,9 +108,18 @@ class WalkSpec:
             ``hop_decay`` (``1 / (1 + hops)``, kept for A/B evaluation).
         alpha: Damping of the random walk, in [0, 1].
         time_scale: Seconds for the temporal axis to halve: ``1 / (1 + age / time_scale)``.
+        time_reference: What ``age`` is measured from: ``snapshot`` (its
+            ``captured_at``, the seed's) or ``newest`` (the newest candidate's
+            time, so the newest candidate scores 1 and older work keeps its
+            spacing however long after the run the snapshot is queried).
         past_boundary: A stage kind. When set, only nodes strictly beyond the
             nearest nodes of this kind (in the walk direction) are candidates:
             "walk past my merge node".
+        support: Relevance along dependency edges, in [0, 1]: each candidate's
+            semantic axis gains ``support`` times the largest semantic axis
+            among the candidates it shares an edge with (capped at 1), so the
+            analyst a matching analyst built on rises with it. 0 (the seed's)
+            turns it off.
     """
 
     direction: Direction = "ancestors"
@@ -118,6 +131,8 @@ class WalkSpec:
     alpha: float = 0.85
     time_scale: float = 3600.0
     past_boundary: str | None = None
+    time_reference: TimeReference = "snapshot"
+    support: float = 0.0
 
     def __post_init__(self) -> None:
         _check_choice("direction", self.direction, DIRECTIONS)
@@ -137,6 +152,11 @@ class WalkSpec:
         if time_scale <= 0:
             raise InvalidArgument("time_scale", "must be > 0 seconds", self.time_scale)
         object.__setattr__(self, "time_scale", time_scale)
+        _check_choice("time_reference", self.time_reference, TIME_REFERENCES)
+        support = _check_number("support", self.support)
+        if not 0.0 <= support <= 1.0:
+            raise InvalidArgument("support", "must be between 0 and 1", self.support)
+        object.__setattr__(self, "support", support)
         if self.past_boundary is not None and (
             not isinstance(self.past_boundary, str) or not self.past_boundary
         ):
