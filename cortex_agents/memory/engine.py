@@ -18,7 +18,9 @@ hand), but:
   embedding scorer's axis is one row-wise product of the cached body vectors
   with the query's vector; a :class:`~cortex_agents.memory.scorers.Blend`
   combines its parts, each computed that way; edge support (``WalkSpec.support``)
-  is a maximum over the live edges among the candidates;
+  is a maximum over the live edges among the candidates; evidence named by the
+  query or by the best candidate (``named_evidence``, ``bridge``) is one pass
+  over the interned evidence names the index keeps (:mod:`cortex_agents.memory.entities`);
 * the limit selects the top ``k`` by partition and sorts only those (plus
   every tie at the cut), which returns exactly the first ``k`` of the full
   sort; node ids compare through order-preserving labels.
@@ -38,6 +40,7 @@ import numpy.typing as npt
 
 from cortex_agents.errors import UnknownNode
 from cortex_agents.memory.embedding import VectorScorer
+from cortex_agents.memory.entities import names_in
 from cortex_agents.memory.lexical import BM25
 from cortex_agents.memory.match import Match, Ranking
 from cortex_agents.memory.scorers import Blend
@@ -342,12 +345,23 @@ def rank_vectorised(
     age = np.maximum(reference_us - observed, 0) / MICROS_PER_SECOND
     temporal = 1.0 / (1.0 + age / spec.time_scale)
     semantic = _semantic(index, query, nodes)
+    if query.text and spec.named_evidence > 0:
+        hit = index.fields(query.extractor).named(nodes, names_in(query.text))
+        semantic = np.minimum(semantic + spec.named_evidence * hit, 1.0)
     if spec.support > 0:
         semantic = _supported(index, nodes, semantic, spec.support)
     w = spec.weights
     score = (w.graph * graph + w.temporal * temporal + w.semantic * semantic) / w.total
 
     ranks = index.labels(nodes)
+    if query.text and spec.bridge > 0 and len(nodes):
+        tied = np.flatnonzero(score == score.max())
+        top = int(tied[np.lexsort((ranks[tied], hops[tied]))][0])
+        bridged = index.fields(query.extractor)
+        hit = bridged.named(nodes, names_in(bridged.body(int(nodes[top]))))
+        hit[top] = 0.0
+        semantic = np.where(hit > 0, np.minimum(semantic + spec.bridge, 1.0), semantic)
+        score = (w.graph * graph + w.temporal * temporal + w.semantic * semantic) / w.total
     chosen = np.arange(len(nodes))
     if spec.limit is not None and spec.limit < len(nodes):
         cut = -np.partition(-score, spec.limit - 1)[spec.limit - 1]

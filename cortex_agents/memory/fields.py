@@ -29,6 +29,7 @@ import numpy.typing as npt
 from cortex_agents.errors import InvalidArgument
 from cortex_agents.memory.columns import Column, Rows
 from cortex_agents.memory.embedding import Matrix, VectorScorer, cosine_axis
+from cortex_agents.memory.entities import EvidenceNames, Name
 from cortex_agents.memory.extract import ExtractedFields, Extractor
 from cortex_agents.memory.lexical import BM25
 from cortex_agents.memory.lexical_postings import LexicalPostings
@@ -87,6 +88,7 @@ class FieldsIndex:
         self._kind_routing: dict[int, int] = {}
         self._vectors: OrderedDict[str, _Vectors] = OrderedDict()
         self._lexical: LexicalPostings | None = None
+        self._names: EvidenceNames | None = None
 
     def fork(self, parent: MemoryIndex, n: int, ready: int, length: int) -> FieldsIndex:
         """A copy for the fork of ``parent`` at ``length`` events (``n`` nodes, ``ready`` outputs).
@@ -130,6 +132,9 @@ class FieldsIndex:
         other._lexical = None
         if self._lexical is not None:
             other._lexical = self._lexical.fork(parent, n, ready, length)
+        other._names = None
+        if self._names is not None:
+            other._names = self._names.fork(parent.output_tick.data, ready, length)
         return other
 
     def intern(self, key: str) -> int:
@@ -179,6 +184,13 @@ class FieldsIndex:
             self._lexical = LexicalPostings(self.empty.body_text)
         self._lexical.catch_up(index, self)
         return self._lexical
+
+    def names(self, index: MemoryIndex) -> EvidenceNames:
+        """The names of every output's evidence, caught up (the caller holds the index lock)."""
+        if self._names is None:
+            self._names = EvidenceNames(self.empty.evidence)
+        self._names.catch_up(index.ready, self.evidence, self.done)
+        return self._names
 
     def kind_routing(self, index: MemoryIndex) -> IntArray:
         """Routing id of a node without output, by kind id (the caller holds the index lock)."""
@@ -291,6 +303,12 @@ class FieldsView:
         index = self.view.index
         with index.lock:  # postings grow under the lock: read them under it too
             return self.fields.lexical(index).axis(scorer, text, self.view, nodes)
+
+    def named(self, nodes: IntArray, runs: set[Name]) -> FloatArray:
+        """1.0 for each node whose evidence ``runs`` name (:mod:`cortex_agents.memory.entities`)."""
+        index = self.view.index
+        with index.lock:
+            return self.fields.names(index).hits(self.view, nodes, runs)
 
     def cosine(self, scorer: VectorScorer, text: str, nodes: IntArray) -> FloatArray:
         """``min(max(cos, 0), 1)`` of each node's body vector against ``text``'s vector.

@@ -10,18 +10,23 @@ Steps (DESIGN §4):
 4. filter by scope, kinds, excluded kinds and routing key;
 5. score the three axes, combine: the semantic axis of every candidate is
    computed first (:func:`semantic_axes`: a corpus scorer such as BM25 needs
-   the corpus, a candidate's edge support needs its neighbours' axes), then
-   the temporal axis from the chosen time reference;
+   the corpus), then raised where the query names the candidate's evidence,
+   then by edge support (its neighbours' axes); the temporal axis from the
+   chosen time reference;
 6. sort by ``(score desc, hops asc, node_id asc)``, total and deterministic;
+   with ``bridge``, raise the candidates whose evidence the first one's body
+   names, and sort again;
 7. apply the limit after the sort. Never stop early: the score is not
    monotone along edges, so best-first with stop-at-k is unsound (seed 001, F2).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 
 from cortex_agents.errors import UnknownNode
+from cortex_agents.memory.entities import named, names_in
 from cortex_agents.memory.extract import ExtractedFields
 from cortex_agents.memory.influence import canonical_order, dag_random_walk_influence
 from cortex_agents.memory.lexical import BM25, CorpusStats, lexical_tokens
@@ -138,6 +143,14 @@ def query_reference(
             ]
 
         semantic = semantic_axes(query.scorer, query.text, bodies, corpus)
+        if spec.named_evidence > 0:
+            runs = names_in(query.text)
+            semantic = [
+                min(
+                    axis + spec.named_evidence * (1.0 if named(fields.evidence, runs) else 0.0), 1.0
+                )
+                for axis, (_, _, fields, _) in zip(semantic, kept, strict=True)
+            ]
     if spec.support > 0:
         semantic = _supported(snapshot, [node_id for node_id, *_ in kept], semantic, spec.support)
 
@@ -169,6 +182,19 @@ def query_reference(
             )
         )
     matches.sort(key=lambda m: (-m.score, m.hops, m.node_id))
+    if query.text and spec.bridge > 0 and matches:
+        top, runs = matches[0], names_in(matches[0].body_text)
+        matches = [
+            dataclasses.replace(
+                m,
+                semantic=(axis := min(m.semantic + spec.bridge, 1.0)),
+                score=composite_score(spec.weights, m.graph, m.temporal, axis),
+            )
+            if m is not top and named(m.evidence, runs)
+            else m
+            for m in matches
+        ]
+        matches.sort(key=lambda m: (-m.score, m.hops, m.node_id))
     return tuple(matches if spec.limit is None else matches[: spec.limit])
 
 

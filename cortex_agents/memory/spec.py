@@ -120,6 +120,13 @@ class WalkSpec:
             among the candidates it shares an edge with (capped at 1), so the
             analyst a matching analyst built on rises with it. 0 (the seed's)
             turns it off.
+        named_evidence: In [0, 1]: a candidate whose evidence the query text
+            names (:mod:`cortex_agents.memory.entities`) gains this much
+            semantic axis (capped at 1), before edge support. 0 turns it off.
+        bridge: In [0, 1]: after ranking, each candidate whose evidence the
+            best-ranked candidate's body names gains this much semantic axis
+            (capped at 1), and the candidates are ranked again — the bridge
+            entity of a multi-hop question. 0 turns it off.
     """
 
     direction: Direction = "ancestors"
@@ -133,6 +140,8 @@ class WalkSpec:
     past_boundary: str | None = None
     time_reference: TimeReference = "snapshot"
     support: float = 0.0
+    named_evidence: float = 0.0
+    bridge: float = 0.0
 
     def __post_init__(self) -> None:
         _check_choice("direction", self.direction, DIRECTIONS)
@@ -153,10 +162,11 @@ class WalkSpec:
             raise InvalidArgument("time_scale", "must be > 0 seconds", self.time_scale)
         object.__setattr__(self, "time_scale", time_scale)
         _check_choice("time_reference", self.time_reference, TIME_REFERENCES)
-        support = _check_number("support", self.support)
-        if not 0.0 <= support <= 1.0:
-            raise InvalidArgument("support", "must be between 0 and 1", self.support)
-        object.__setattr__(self, "support", support)
+        for name in ("support", "named_evidence", "bridge"):
+            value = _check_number(name, getattr(self, name))
+            if not 0.0 <= value <= 1.0:
+                raise InvalidArgument(name, "must be between 0 and 1", getattr(self, name))
+            object.__setattr__(self, name, value)
         if self.past_boundary is not None and (
             not isinstance(self.past_boundary, str) or not self.past_boundary
         ):

@@ -1,5 +1,6 @@
 """The lexical axis: the tokeniser keeps identifiers, BM25 by hand, and BM25's statistics
-kept incrementally equal a rebuild after every step of random forked runs."""
+(and the evidence names entity signals read) kept incrementally equal a rebuild after every
+step of random forked runs."""
 
 from __future__ import annotations
 
@@ -26,7 +27,15 @@ from cortex_agents.memory import (
     query_vectorised,
 )
 from cortex_agents.memory.lexical import CorpusStats
-from cortex_agents.substrate import NodeRecord, StageCompleted, SubstrateLog, fold
+from cortex_agents.substrate import (
+    EdgeAdded,
+    NodeRecord,
+    NodeScheduled,
+    StageCompleted,
+    StageStarted,
+    SubstrateLog,
+    fold,
+)
 from tests.helpers import T0
 from tests.substrate_support import next_event
 
@@ -177,7 +186,8 @@ def _assert_statistics_exact(log: SubstrateLog, rng: random.Random) -> None:
     origin = rng.choice(sorted(snapshot.nodes))
     for scorer in (BM25(), BM25(corpus="view")):
         spec = WalkSpec(direction=rng.choice(["ancestors", "descendants", "bidirectional"]),
-                        scope=rng.choice(["settled_only", "debug_all_statuses"]))  # fmt: skip
+                        scope=rng.choice(["settled_only", "debug_all_statuses"]),
+                        named_evidence=rng.choice([0.0, 1.0]), bridge=rng.choice([0.0, 1.0]))  # fmt: skip
         query = Query(
             text=rng.choice(["bias HD23", "2011-2012 trial", "strasse the"]), scorer=scorer
         )
@@ -230,3 +240,53 @@ def test_a_view_of_many_outputs_reads_its_statistics_without_rereading_bodies():
         assert again.fields(default_extractor).fields.lexical(again.index) is postings
     assert postings.done == done
     assert np.all(postings.lengths.data[: view.n] >= 0)
+
+
+def test_a_node_settling_differently_on_a_fork_is_read_as_the_fork_settled_it():
+    def at(s):
+        return T0 + timedelta(seconds=s)
+
+    common = [
+        NodeScheduled(node_id="x", kind="analyst", at=at(0)),
+        NodeScheduled(node_id="y", kind="analyst", at=at(1)),
+        NodeScheduled(node_id="r", kind="reviewer", at=at(2)),
+        EdgeAdded(source="x", target="r", at=at(3)),
+        EdgeAdded(source="y", target="r", at=at(3)),
+        StageStarted(node_id="x", at=at(4)),
+        StageStarted(node_id="y", at=at(4)),
+        StageCompleted(
+            node_id="x", at=at(5), output={"finding": "Alpha HD 23", "evidence": ["Alpha"]}
+        ),
+    ]
+    parent = SubstrateLog().appended(common)
+    parent = parent.appended(
+        [
+            StageCompleted(
+                node_id="y", at=at(6), output={"finding": "Bravo bravo", "evidence": ["Bravo"]}
+            )
+        ]
+    )
+    spec = WalkSpec(named_evidence=1.0, bridge=1.0)
+    captured = T0 + timedelta(hours=1)
+    for text in ("Bravo", "Delta", "HD23"):  # the parent's index reads every output first
+        query_vectorised(
+            MemorySnapshot.from_log(parent, captured), "r", spec, Query(text=text, scorer=BM25())
+        )
+    fork = parent.prefix(len(common)).appended(
+        [StageCompleted(node_id="y", at=at(7), output={"finding": "Delta", "evidence": ["Delta"]})]
+    )
+    assert fork.branch is not parent.branch
+    snapshot = MemorySnapshot.from_log(fork, captured)
+    rebuilt = MemorySnapshot.from_state(fold(list(fork)), captured)
+    for text in ("Bravo", "Delta", "HD23 delta"):
+        for scorer in (BM25(), BM25(corpus="view")):
+            query = Query(text=text, scorer=scorer)
+            got = [
+                (m.node_id, m.semantic, m.score)
+                for m in query_vectorised(snapshot, "r", spec, query)
+            ]
+            assert got == [
+                (m.node_id, m.semantic, m.score) for m in query_reference(rebuilt, "r", spec, query)
+            ]
+    named = query_vectorised(snapshot, "r", spec, Query(text="Bravo", scorer=BM25()))
+    assert {m.node_id: m.semantic for m in named} == {"x": 0.0, "y": 0.0}

@@ -55,12 +55,15 @@ IDS = [
 KINDS = ["planner", "analyst", "merge", "reviewer"]
 WORDS = ["bias", "trial", "gain", "survey", "focus", "remote", "claim", "risk", "HD 23", "2011–12"]
 KEYS = ["c1", "c2", "c3"]
+EVIDENCE = ["Bias (survey)", "trial gain", "HD 23", "x", "Remote Claim"]
 
 
 @st.composite
 def outputs(draw):
     words = draw(st.lists(st.sampled_from(WORDS), max_size=5))
     value = {"finding": " ".join(words)}
+    if draw(st.booleans()):  # evidence a query or another body may name
+        value["evidence"] = draw(st.lists(st.sampled_from(EVIDENCE), max_size=2))
     if draw(st.booleans()):
         value["claim_ref"] = draw(st.sampled_from(KEYS))
     shape = draw(st.sampled_from(["plain", "envelope", "values", "none"]))
@@ -129,6 +132,8 @@ def specs(draw):
         past_boundary=draw(st.none() | st.sampled_from(KINDS)),
         time_reference=draw(st.sampled_from(["snapshot", "newest"])),
         support=draw(st.sampled_from([0.0, 0.0, 0.6, 1.0])),
+        named_evidence=draw(st.sampled_from([0.0, 0.0, 0.2, 1.0])),
+        bridge=draw(st.sampled_from([0.0, 0.0, 0.15, 1.0])),
     )
 
 
@@ -279,7 +284,7 @@ def test_engines_agree_on_larger_random_dags(seed, direction):
             status="completed",
             captured_at=T0 + timedelta(seconds=i),
             completed_at=T0 + timedelta(seconds=i + rng.random()),
-            output={"finding": " ".join(rng.sample(WORDS, 3))},
+            output={"finding": " ".join(rng.sample(WORDS, 3)), "evidence": rng.sample(EVIDENCE, 1)},
         )
         for i, node_id in enumerate(ids)
     ]
@@ -293,7 +298,7 @@ def test_engines_agree_on_larger_random_dags(seed, direction):
     # the shipped shape: hop decay, newest-relative recency, edge support, a lexical+dense blend
     spec = WalkSpec(
         direction=direction, prior="hop_decay", time_reference="newest", support=0.6,
-        weights=Weights(graph=0.25, temporal=0.25, semantic=1.0),
+        named_evidence=0.2, bridge=0.15, weights=Weights(graph=0.25, temporal=0.25, semantic=1.0),
     )  # fmt: skip
     query = Query(text="2011-12 survey gain", scorer=Blend([(BM25(), 1.0), (_EMBEDDING, 2.0)]))
     assert rows(query_vectorised(snap, origin, spec, query)) == rows(
