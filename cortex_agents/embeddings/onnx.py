@@ -160,7 +160,7 @@ def minilm_scorer() -> EmbeddingScorer:
 @functools.cache
 def _bge_session(folder: Path, check: bool) -> tuple[Any, Any, str]:
     # Same untyped packages as _session (see there).
-    import onnxruntime as ort  # type: ignore[import-untyped]
+    import onnxruntime as ort  # type: ignore[import-untyped, unused-ignore]
     from tokenizers import Tokenizer  # type: ignore[import-untyped, unused-ignore]
 
     (model_parts, model_sha), (tokenizer_parts, tokenizer_sha) = BGE_FILES.items()
