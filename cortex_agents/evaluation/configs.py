@@ -10,7 +10,8 @@ that decides how many matches the model is shown.
 
 The others change one thing at a time against the shipped preset — its
 graph prior, its edge support (``support:off``), its entity signals
-(``entities:off``, ``bridge:off``), its time reference (``time:snapshot``),
+(``entities:off``, ``bridge:off``), its repeated bodies (``distinct:off``),
+its time reference (``time:snapshot``),
 a single axis, its scorer — plus the seed's defaults
 (``seed-reviewer``: weights 1.5/1/1, influence, token Jaccard, every kind),
 the previous release's reviewer (``previous-reviewer``: wordllama, hop decay,
@@ -130,7 +131,12 @@ def build_configs(scorers: tuple[str, ...] | None = None) -> list[Config]:
 
     def with_weights(**weights: float) -> WalkSpec:  # one axis alone: no other signal either
         return dataclasses.replace(
-            base, weights=Weights(**weights), support=0.0, named_evidence=0.0, bridge=0.0
+            base,
+            weights=Weights(**weights),
+            support=0.0,
+            named_evidence=0.0,
+            bridge=0.0,
+            distinct_bodies=False,
         )
 
     jaccard = presets.scorers.load("jaccard")
@@ -191,6 +197,13 @@ def build_configs(scorers: tuple[str, ...] | None = None) -> list[Config]:
             "bridge:off",
             "shipped preset without the bridge signal",
             _ranker(dataclasses.replace(base, bridge=0.0), shipped_query()),
+        )
+    )
+    configs.append(
+        Config(
+            "distinct:off",
+            "shipped preset ranking repeated bodies where they score",
+            _ranker(dataclasses.replace(base, distinct_bodies=False), shipped_query()),
         )
     )
     configs.append(

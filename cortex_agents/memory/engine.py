@@ -363,10 +363,18 @@ def rank_vectorised(
         semantic = np.where(hit > 0, np.minimum(semantic + spec.bridge, 1.0), semantic)
         score = (w.graph * graph + w.temporal * temporal + w.semantic * semantic) / w.total
     chosen = np.arange(len(nodes))
-    if spec.limit is not None and spec.limit < len(nodes):
-        cut = -np.partition(-score, spec.limit - 1)[spec.limit - 1]
-        chosen = np.flatnonzero(score >= cut)
-    order = chosen[np.lexsort((ranks[chosen], hops[chosen], -score[chosen]))]
+    if spec.distinct_bodies:  # repeats go after every first occurrence: the whole order
+        order = chosen[np.lexsort((ranks, hops, -score))]
+        ids = index.fields(query.extractor).body_ids(nodes[order])
+        repeat = np.ones(len(order), dtype=bool)
+        repeat[np.unique(ids, return_index=True)[1]] = False  # each id's first place
+        repeat[ids < 0] = False  # an empty body is never a repeat
+        order = np.concatenate((order[~repeat], order[repeat]))
+    else:
+        if spec.limit is not None and spec.limit < len(nodes):
+            cut = -np.partition(-score, spec.limit - 1)[spec.limit - 1]
+            chosen = np.flatnonzero(score >= cut)
+        order = chosen[np.lexsort((ranks[chosen], hops[chosen], -score[chosen]))]
     if spec.limit is not None:
         order = order[: spec.limit]
 

@@ -83,6 +83,9 @@ class FieldsIndex:
         self.evidence: list[tuple[str, ...]] = []
         self.projected: list[Any] = []
         self.counts = Column()
+        self.body_ids = Column()  # per node: its body text, interned (-1: an empty body)
+        # the extractor's empty body (a node without output) first, when it has text
+        self.body_lookup: dict[str, int] = {self.empty.body_text: 0} if self.empty.body_text else {}
         self.vocabulary: dict[str, int] = {}
         self.postings: list[Column] = []
         self._kind_routing: dict[int, int] = {}
@@ -109,6 +112,8 @@ class FieldsIndex:
         size = min(n, len(self.bodies))
         other.routing = self.routing.copy(size)
         other.counts = self.counts.copy(size)
+        other.body_ids = self.body_ids.copy(size)
+        other.body_lookup = dict(self.body_lookup)
         other.bodies = self.bodies[:size]
         other.evidence = self.evidence[:size]
         other.projected = self.projected[:size]
@@ -155,6 +160,7 @@ class FieldsIndex:
             self.projected.extend([None] * missing)
             self.routing.pad(size, -1)
             self.counts.pad(size, 0)
+            self.body_ids.pad(size, -1)
         ready = index.ready
         if self.done == len(ready):
             return
@@ -166,6 +172,10 @@ class FieldsIndex:
                 key if key is not None else kinds[index.kinds.data[i]]
             )
             self.bodies[i] = fields.body_text
+            body_id = -1
+            if fields.body_text:
+                body_id = self.body_lookup.setdefault(fields.body_text, len(self.body_lookup))
+            self.body_ids.data[i] = body_id
             self.evidence[i] = tuple(fields.evidence)
             self.projected[i] = fields.projected
             tokens = tokenize(fields.body_text)
@@ -260,6 +270,13 @@ class FieldsView:
         key = fields.empty.routing_key
         index = self.view.index
         return key if key is not None else index.kind_names[int(index.kinds.data[i])]
+
+    def body_ids(self, nodes: IntArray) -> IntArray:
+        """Each node's body text as an interned id; -1 for an empty body (never a repeat)."""
+        fields = self.fields
+        empty = 0 if fields.empty.body_text else -1  # interned first (FieldsIndex)
+        found: IntArray = np.where(self.view.ready(nodes), fields.body_ids.data[nodes], empty)
+        return found
 
     def body(self, i: int) -> str:
         """The body text of node ``i``."""

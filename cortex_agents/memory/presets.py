@@ -271,7 +271,8 @@ BRIDGE: Final = 0.15
 # little recency, measured from the newest candidate so that a snapshot queried days after
 # its run still tells its rounds apart; hop decay (influence divides its mass at every
 # fan-out and piles it on conduits: the seed's failure); edge support; entity signals (the
-# query or the best match naming a candidate's evidence); evidence-only kinds.
+# query or the best match naming a candidate's evidence); each body text ranked once (an
+# earlier round's copy of a finding never takes a place in the top k); evidence-only kinds.
 _RANKED: Final = WalkSpec(
     prior="hop_decay",
     weights=Weights(graph=0.25, temporal=0.25, semantic=1.0),
@@ -280,6 +281,7 @@ _RANKED: Final = WalkSpec(
     support=SUPPORT,
     named_evidence=NAMED_EVIDENCE,
     bridge=BRIDGE,
+    distinct_bodies=True,
 )
 
 BUILTIN_PRESETS: Final = PresetRegistry(
@@ -311,6 +313,7 @@ BUILTIN_PRESETS: Final = PresetRegistry(
                 support=SUPPORT,
                 named_evidence=NAMED_EVIDENCE,
                 bridge=BRIDGE,
+                distinct_bodies=True,
             ),
             description="both directions, text first, recency weighted 2x the graph axis",
         ),

@@ -15,7 +15,8 @@ Steps (DESIGN §4):
    chosen time reference;
 6. sort by ``(score desc, hops asc, node_id asc)``, total and deterministic;
    with ``bridge``, raise the candidates whose evidence the first one's body
-   names, and sort again;
+   names, and sort again; with ``distinct_bodies``, move each repeated body
+   after every first occurrence;
 7. apply the limit after the sort. Never stop early: the score is not
    monotone along edges, so best-first with stop-at-k is unsound (seed 001, F2).
 """
@@ -195,6 +196,14 @@ def query_reference(
             for m in matches
         ]
         matches.sort(key=lambda m: (-m.score, m.hops, m.node_id))
+    if spec.distinct_bodies:
+        bodies_seen: set[str] = set()
+        first: list[Match] = []
+        repeats: list[Match] = []
+        for m in matches:
+            (repeats if m.body_text and m.body_text in bodies_seen else first).append(m)
+            bodies_seen.add(m.body_text)
+        matches = first + repeats
     return tuple(matches if spec.limit is None else matches[: spec.limit])
 
 

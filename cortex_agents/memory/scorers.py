@@ -13,7 +13,7 @@ Built in::
     bge              bge-small-en-v1.5, int8 ONNX on onnxruntime (extra: cortex-agents[bge])
     wordllama+bm25   2 x wordllama + 1 x bm25, a weighted mean: the default (core install)
     minilm+bm25      1 x minilm + 1 x bm25 (extra: cortex-agents[minilm])
-    bge+bm25         1 x bge + 1 x bm25 (extra: cortex-agents[bge])
+    bge+bm25         2 x bge + 1 x bm25 (extra: cortex-agents[bge])
     hybrid           the mean of wordllama and jaccard: meaning, plus exact words
 
 **Fusion.** A hybrid is a :class:`Blend`: the weighted mean of its parts' axes,
@@ -329,8 +329,8 @@ BUILTIN_SCORERS: Final = ScorerRegistry(
         ),
         ScorerEntry(
             name="bge+bm25",
-            parts={"bge": 1.0, "bm25": 1.0},
-            description="mean of bge and bm25",
+            parts={"bge": 2.0, "bm25": 1.0},
+            description="weighted mean: 2 x bge, 1 x bm25",
             install=_BGE_INSTALL,
         ),
         ScorerEntry(

@@ -127,6 +127,11 @@ class WalkSpec:
             best-ranked candidate's body names gains this much semantic axis
             (capped at 1), and the candidates are ranked again — the bridge
             entity of a multi-hop question. 0 turns it off.
+        distinct_bodies: Rank each body text once: a candidate whose
+            (non-empty) body equals a better-ranked candidate's goes after
+            every candidate whose body is new, the repeats keeping their
+            order — an earlier round's copy of a finding never pushes a new
+            finding out of the top ``k``.
     """
 
     direction: Direction = "ancestors"
@@ -142,6 +147,7 @@ class WalkSpec:
     support: float = 0.0
     named_evidence: float = 0.0
     bridge: float = 0.0
+    distinct_bodies: bool = False
 
     def __post_init__(self) -> None:
         _check_choice("direction", self.direction, DIRECTIONS)
@@ -162,6 +168,8 @@ class WalkSpec:
             raise InvalidArgument("time_scale", "must be > 0 seconds", self.time_scale)
         object.__setattr__(self, "time_scale", time_scale)
         _check_choice("time_reference", self.time_reference, TIME_REFERENCES)
+        if not isinstance(self.distinct_bodies, bool):
+            raise InvalidArgument("distinct_bodies", "must be true or false", self.distinct_bodies)
         for name in ("support", "named_evidence", "bridge"):
             value = _check_number(name, getattr(self, name))
             if not 0.0 <= value <= 1.0:

@@ -137,6 +137,7 @@ class _Preset(_Strict):
     support: float = 0.0
     named_evidence: float = 0.0
     bridge: float = 0.0
+    distinct_bodies: bool = False
     description: str = ""
     scorer: str = DEFAULT_SCORER
     kinds: list[str] | None = None
@@ -245,6 +246,7 @@ def _from_data(data: Any, base: Path) -> Wire:
                 support=p.support,
                 named_evidence=p.named_evidence,
                 bridge=p.bridge,
+                distinct_bodies=p.distinct_bodies,
             )
             preset = Preset(
                 name=name,

@@ -187,7 +187,8 @@ def _assert_statistics_exact(log: SubstrateLog, rng: random.Random) -> None:
     for scorer in (BM25(), BM25(corpus="view")):
         spec = WalkSpec(direction=rng.choice(["ancestors", "descendants", "bidirectional"]),
                         scope=rng.choice(["settled_only", "debug_all_statuses"]),
-                        named_evidence=rng.choice([0.0, 1.0]), bridge=rng.choice([0.0, 1.0]))  # fmt: skip
+                        named_evidence=rng.choice([0.0, 1.0]), bridge=rng.choice([0.0, 1.0]),
+                        distinct_bodies=rng.choice([False, True]))  # fmt: skip
         query = Query(
             text=rng.choice(["bias HD23", "2011-2012 trial", "strasse the"]), scorer=scorer
         )

@@ -134,6 +134,7 @@ def specs(draw):
         support=draw(st.sampled_from([0.0, 0.0, 0.6, 1.0])),
         named_evidence=draw(st.sampled_from([0.0, 0.0, 0.2, 1.0])),
         bridge=draw(st.sampled_from([0.0, 0.0, 0.15, 1.0])),
+        distinct_bodies=draw(st.booleans()),
     )
 
 
@@ -298,7 +299,8 @@ def test_engines_agree_on_larger_random_dags(seed, direction):
     # the shipped shape: hop decay, newest-relative recency, edge support, a lexical+dense blend
     spec = WalkSpec(
         direction=direction, prior="hop_decay", time_reference="newest", support=0.6,
-        named_evidence=0.2, bridge=0.15, weights=Weights(graph=0.25, temporal=0.25, semantic=1.0),
+        named_evidence=0.2, bridge=0.15, distinct_bodies=True,
+        weights=Weights(graph=0.25, temporal=0.25, semantic=1.0),
     )  # fmt: skip
     query = Query(text="2011-12 survey gain", scorer=Blend([(BM25(), 1.0), (_EMBEDDING, 2.0)]))
     assert rows(query_vectorised(snap, origin, spec, query)) == rows(
