@@ -150,6 +150,9 @@ EXPECTED = {
     },
     "cortex_agents.evaluation": {
         "FAMILIES",
+        "MULTIHOP_FAMILIES",
+        "build_cases",
+        "load_records",
         "SPLITS",
         "Case",
         "Config",
