@@ -169,6 +169,8 @@ EXPECTED = {
         "score_ranking",
     },
     "cortex_agents.embeddings": {
+        "BgeSmallEmbedder",
+        "bge_scorer",
         "LangChainEmbedder",
         "MiniLMEmbedder",
         "StoreEmbeddingCache",
