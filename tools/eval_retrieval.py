@@ -1,11 +1,21 @@
 """Retrieval quality, measured: recall@3, nDCG@5 and MRR per configuration.
 
-    python tools/eval_retrieval.py                      # the project's dev set, dev split
+    python tools/eval_retrieval.py                      # every family, dev split
     python tools/eval_retrieval.py --split heldout      # the held-out split (report these)
+    python tools/eval_retrieval.py --set multihop       # only the real-text (multi-hop) families
     python tools/eval_retrieval.py --cases FILE.json    # any labelled set in the case format
+    python tools/eval_retrieval.py --multihop FILE.json --split all   # cases built from any
+                                                        # HotpotQA / MuSiQue record file
     python tools/eval_retrieval.py --json               # last line: {"cases": N, "configs": {...}, ...}
     python tools/eval_retrieval.py --chart recall.html  # recall@3 by config and family
-    python tools/eval_retrieval.py --write-devset all.json --split all   # the dev set as a case file
+    python tools/eval_retrieval.py --write-cases all.json --split all   # the chosen cases as a file
+
+Two built-in sets: ``synthetic`` (generated claim reviews,
+:mod:`cortex_agents.evaluation.devset`) and ``multihop`` (HotpotQA and MuSiQue
+questions run as claim reviews, built from the records in ``data/multihop/``
+by :mod:`cortex_agents.evaluation.multihop`); ``--split`` picks the same split
+of both. ``--multihop FILE`` (repeatable) builds the multi-hop families from
+other record files instead.
 
 A case file is a JSON list of ``{"snapshot", "origin", "query", "relevant"}``
 objects (see :mod:`cortex_agents.evaluation.cases`). ``shipped-reviewer`` is
@@ -29,7 +39,41 @@ from cortex_agents.errors import CortexError
 from cortex_agents.evaluation.cases import load_cases, read_cases
 from cortex_agents.evaluation.configs import build_configs, unavailable_scorers
 from cortex_agents.evaluation.devset import generate_cases
+from cortex_agents.evaluation.multihop import build_cases, load_records
 from cortex_agents.evaluation.report import METRICS, evaluate, html_chart
+
+ROOT = Path(__file__).resolve().parents[1]
+MULTIHOP_RECORDS = (
+    ROOT / "data" / "multihop" / "hotpotqa_train_devsplit.json",
+    ROOT / "data" / "multihop" / "musique_train_devsplit.json",
+)
+
+
+def case_objects(
+    split: str, set_name: str, multihop: list[Path] | None = None
+) -> tuple[list[dict], str]:
+    """The case-file objects of the chosen set and split, and a description of them.
+
+    Records the multi-hop parser skipped are named on stderr.
+    """
+    objects: list[dict] = []
+    parts = []
+    if multihop:
+        set_name = "multihop"
+    if set_name in ("synthetic", "all"):
+        objects += [c.to_json() for c in generate_cases(split)]  # type: ignore[arg-type]
+        parts.append("synthetic")
+    if set_name in ("multihop", "all"):
+        records = []
+        for path in multihop or MULTIHOP_RECORDS:
+            found, skipped = load_records(path)
+            records += found
+            for item in skipped:
+                print(f"skipped record {item.where}: {item.reason}", file=sys.stderr)
+        objects += [c.to_json() for c in build_cases(records, split=split)]  # type: ignore[arg-type]
+        names = ", ".join(Path(p).name for p in multihop) if multihop else "data/multihop"
+        parts.append(f"multihop ({names})")
+    return objects, f"{' + '.join(parts)}, {split} split"
 
 
 def _table(result: dict, title: str) -> Table:
@@ -55,7 +99,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=Path, help="a case file (default: the project's dev set)")
     parser.add_argument("--split", choices=("dev", "heldout", "all"), default="dev",
-                        help="which split of the project's dev set (ignored with --cases)")  # fmt: skip
+                        help="which split of the built-in sets (ignored with --cases)")  # fmt: skip
+    parser.add_argument("--set", choices=("synthetic", "multihop", "all"), default="all",
+                        dest="set_name", help="which built-in set (default: both)")  # fmt: skip
+    parser.add_argument("--multihop", type=Path, action="append",
+                        help="build the multi-hop families from this HotpotQA or MuSiQue record "
+                        "file (repeatable; JSON list or JSON lines)")  # fmt: skip
     parser.add_argument("--scorer", action="append", dest="scorers",
                         help="compare only these scorers (repeatable; default: every one that loads)")  # fmt: skip
     parser.add_argument("--config", action="append", dest="only",
@@ -63,23 +112,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object last")
     parser.add_argument("--chart", type=Path, help="write an HTML chart of recall@3 here")
     parser.add_argument(
-        "--write-devset", type=Path, help="write the chosen split as a case file and exit"
-    )
+        "--write-cases", "--write-devset", type=Path, dest="write_cases",
+        help="write the chosen set and split as a case file and exit",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     console = Console(stderr=args.json, width=170)
 
-    if args.write_devset:
-        cases = [c.to_json() for c in generate_cases(args.split)]
-        args.write_devset.write_text(json.dumps(cases, ensure_ascii=False), encoding="utf-8")
-        console.print(f"wrote {len(cases)} cases to {args.write_devset}")
-        return 0
     try:
+        if args.write_cases:
+            objects, source = case_objects(args.split, args.set_name, args.multihop)
+            read_cases(objects)  # what is written must load
+            args.write_cases.write_text(json.dumps(objects, ensure_ascii=False), encoding="utf-8")
+            console.print(f"wrote {len(objects)} cases ({source}) to {args.write_cases}")
+            return 0
         if args.cases:
             cases = load_cases(args.cases)
             source = str(args.cases)
         else:
-            cases = read_cases([c.to_json() for c in generate_cases(args.split)])
-            source = f"dev set, {args.split} split"
+            objects, source = case_objects(args.split, args.set_name, args.multihop)
+            cases = read_cases(objects)
         configs = build_configs(tuple(args.scorers) if args.scorers else None)
     except CortexError as exc:
         print(f"error: {exc}", file=sys.stderr)

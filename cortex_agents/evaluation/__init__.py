@@ -9,6 +9,8 @@ tests that hold the shipped defaults to a recall floor) are made of:
   own code) and the priors, single axes and scorers it is compared with;
 * :mod:`~cortex_agents.evaluation.devset` — the generated, labelled dev set (dev and
   held-out splits), from the text bank in :mod:`~cortex_agents.evaluation.topics`;
+* :mod:`~cortex_agents.evaluation.multihop` — real-text cases built from HotpotQA
+  and MuSiQue records (four families, dev and held-out halves);
 * :mod:`~cortex_agents.evaluation.report` — scoring every configuration on every case.
 """
 
@@ -16,19 +18,23 @@ from cortex_agents.evaluation.cases import LoadedCase, load_cases, read_cases
 from cortex_agents.evaluation.configs import Config, build_configs
 from cortex_agents.evaluation.devset import FAMILIES, SPLITS, Case, generate_cases
 from cortex_agents.evaluation.metrics import ndcg_at, recall_at, reciprocal_rank, score_ranking
+from cortex_agents.evaluation.multihop import MULTIHOP_FAMILIES, build_cases, load_records
 from cortex_agents.evaluation.report import evaluate, html_chart
 
 __all__ = [
     "FAMILIES",
+    "MULTIHOP_FAMILIES",
     "SPLITS",
     "Case",
     "Config",
     "LoadedCase",
+    "build_cases",
     "build_configs",
     "evaluate",
     "generate_cases",
     "html_chart",
     "load_cases",
+    "load_records",
     "ndcg_at",
     "read_cases",
     "recall_at",

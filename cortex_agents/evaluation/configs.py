@@ -9,10 +9,17 @@ preset, prior, weights, limit, kind filters and scorer, and the token budget
 that decides how many matches the model is shown.
 
 The others change one thing at a time against the shipped preset — its
-graph prior, a single axis, its scorer — plus the seed's defaults
-(``seed-reviewer``: weights 1.5/1/1, influence, token Jaccard, every kind)
-and the reviewer stage's own recall (``stage-recall``, what its prompt
-carries). Each returns node ids in rank order.
+graph prior, its edge support (``support:off``), its entity signals
+(``entities:off``, ``bridge:off``), its repeated bodies (``distinct:off``),
+its time reference (``time:snapshot``),
+a single axis, its scorer — plus the seed's defaults
+(``seed-reviewer``: weights 1.5/1/1, influence, token Jaccard, every kind),
+the previous release's reviewer (``previous-reviewer``: wordllama, hop decay,
+0.25/0.25/1, recency from the snapshot's time, no edge support) and the
+reviewer stage's own recall (``stage-recall``, what its prompt carries).
+``semantic:NAME`` ranks by one scorer alone — ``semantic:bm25`` is BM25
+alone, ``semantic:wordllama`` and ``semantic:minilm`` dense cosine alone —
+with the shipped filters and nothing else. Each returns node ids in rank order.
 """
 
 from __future__ import annotations
@@ -122,8 +129,15 @@ def build_configs(scorers: tuple[str, ...] | None = None) -> list[Config]:
     def shipped_query(scorer: str | None = None) -> Callable[[str], Query]:
         return lambda text: presets.query(preset_name, text=text, scorer=scorer)
 
-    def with_weights(**weights: float) -> WalkSpec:
-        return dataclasses.replace(base, weights=Weights(**weights))
+    def with_weights(**weights: float) -> WalkSpec:  # one axis alone: no other signal either
+        return dataclasses.replace(
+            base,
+            weights=Weights(**weights),
+            support=0.0,
+            named_evidence=0.0,
+            bridge=0.0,
+            distinct_bodies=False,
+        )
 
     jaccard = presets.scorers.load("jaccard")
     configs = [
@@ -151,6 +165,54 @@ def build_configs(scorers: tuple[str, ...] | None = None) -> list[Config]:
             ),
         ),
     ]
+    configs.append(
+        Config(
+            "previous-reviewer",
+            "the previous default: wordllama, hop decay, 0.25/0.25/1, snapshot time, no support",
+            _ranker(
+                WalkSpec(
+                    prior="hop_decay",
+                    weights=Weights(graph=0.25, temporal=0.25, semantic=1.0),
+                ),
+                lambda t: presets.query(preset_name, text=t, scorer="wordllama"),
+            ),
+        )
+    )
+    configs.append(
+        Config(
+            "support:off",
+            "shipped preset without edge support",
+            _ranker(dataclasses.replace(base, support=0.0), shipped_query()),
+        )
+    )
+    configs.append(
+        Config(
+            "entities:off",
+            "shipped preset without the entity signals (evidence named by the query, bridge)",
+            _ranker(dataclasses.replace(base, named_evidence=0.0, bridge=0.0), shipped_query()),
+        )
+    )
+    configs.append(
+        Config(
+            "bridge:off",
+            "shipped preset without the bridge signal",
+            _ranker(dataclasses.replace(base, bridge=0.0), shipped_query()),
+        )
+    )
+    configs.append(
+        Config(
+            "distinct:off",
+            "shipped preset ranking repeated bodies where they score",
+            _ranker(dataclasses.replace(base, distinct_bodies=False), shipped_query()),
+        )
+    )
+    configs.append(
+        Config(
+            "time:snapshot",
+            "shipped preset with recency measured from the snapshot's time",
+            _ranker(dataclasses.replace(base, time_reference="snapshot"), shipped_query()),
+        )
+    )
     for prior in ("influence", "hop_decay"):
         configs.append(
             Config(

@@ -24,6 +24,7 @@ from cortex_agents.memory.extract import (
 )
 from cortex_agents.memory.handle import MemoryHandle
 from cortex_agents.memory.influence import DEFAULT_ALPHA, canonical_order, dag_random_walk_influence
+from cortex_agents.memory.lexical import BM25, lexical_tokens
 from cortex_agents.memory.match import Match, Ranking
 from cortex_agents.memory.presets import BUILTIN_PRESETS, Preset, PresetRegistry
 from cortex_agents.memory.projections import BUILTIN_PROJECTIONS, Projection, ProjectionRegistry
@@ -42,10 +43,12 @@ from cortex_agents.memory.spec import (
     DIRECTIONS,
     PRIORS,
     SCOPES,
+    TIME_REFERENCES,
     Direction,
     GraphPrior,
     Query,
     Scope,
+    TimeReference,
     WalkSpec,
     Weights,
 )
@@ -63,6 +66,8 @@ __all__ = [
     "DIRECTIONS",
     "PRIORS",
     "SCOPES",
+    "TIME_REFERENCES",
+    "BM25",
     "Blend",
     "Classic",
     "Direction",
@@ -86,6 +91,7 @@ __all__ = [
     "ScorerEntry",
     "ScorerRegistry",
     "SemanticScorer",
+    "TimeReference",
     "TokenJaccard",
     "Topological",
     "VectorScorer",
@@ -99,6 +105,7 @@ __all__ = [
     "declared_preset",
     "default_extractor",
     "hop_decay",
+    "lexical_tokens",
     "peel_envelope",
     "projection_extractor",
     "query_reference",

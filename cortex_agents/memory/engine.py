@@ -12,10 +12,15 @@ hand), but:
   SuperLU's column-oriented forward substitution adds each node's
   predecessor terms in ascending position, which is the order the reference
   defines, so the two agree bit for bit;
-* the Jaccard axis is a ``bincount`` over the query tokens' postings; an
+* the Jaccard axis is a ``bincount`` over the query tokens' postings; BM25's
+  a pass per query term over that term's posting and the corpus statistics
+  the index keeps (:mod:`cortex_agents.memory.lexical_postings`); an
   embedding scorer's axis is one row-wise product of the cached body vectors
   with the query's vector; a :class:`~cortex_agents.memory.scorers.Blend`
-  combines its parts, each computed that way;
+  combines its parts, each computed that way; edge support (``WalkSpec.support``)
+  is a maximum over the live edges among the candidates; evidence named by the
+  query or by the best candidate (``named_evidence``, ``bridge``) is one pass
+  over the interned evidence names the index keeps (:mod:`cortex_agents.memory.entities`);
 * the limit selects the top ``k`` by partition and sorts only those (plus
   every tie at the cut), which returns exactly the first ``k`` of the full
   sort; node ids compare through order-preserving labels.
@@ -35,6 +40,8 @@ import numpy.typing as npt
 
 from cortex_agents.errors import UnknownNode
 from cortex_agents.memory.embedding import VectorScorer
+from cortex_agents.memory.entities import names_in
+from cortex_agents.memory.lexical import BM25
 from cortex_agents.memory.match import Match, Ranking
 from cortex_agents.memory.scorers import Blend
 from cortex_agents.memory.scoring import MICROS_PER_SECOND, clamp_axis
@@ -211,6 +218,8 @@ def _scorer_axis(
     """The clamped semantic axis of ``nodes`` under ``scorer``, vectorised where it can be."""
     if type(scorer) is TokenJaccard:  # exactly ours: a subclass may score differently
         return fields.jaccard(text, nodes)
+    if isinstance(scorer, BM25):
+        return np.clip(fields.bm25(scorer, text, nodes), 0.0, 1.0)
     if isinstance(scorer, Blend):
         value = np.zeros(len(nodes), dtype=np.float64)
         for part, weight in scorer.parts:
@@ -230,6 +239,26 @@ def _semantic(index: IndexView, query: Query, nodes: IntArray) -> FloatArray:
         return np.zeros(len(nodes), dtype=np.float64)
     fields = index.fields(query.extractor)
     return np.clip(_scorer_axis(fields, query.scorer, query.text, nodes), 0.0, 1.0)
+
+
+def _supported(
+    index: IndexView, nodes: IntArray, semantic: FloatArray, support: float
+) -> FloatArray:
+    """Each axis plus ``support`` times the best axis among candidates sharing a live edge."""
+    if not len(nodes):
+        return semantic
+    src, dst = index.cone_edges("descendants", nodes)  # live edges out of a candidate
+    inside = np.zeros(index.n, dtype=bool)
+    inside[nodes] = True
+    keep = inside[dst]
+    src, dst = src[keep], dst[keep]
+    axis = np.zeros(index.n, dtype=np.float64)
+    axis[nodes] = semantic
+    best = np.zeros(index.n, dtype=np.float64)
+    np.maximum.at(best, src, axis[dst])
+    np.maximum.at(best, dst, axis[src])
+    supported: FloatArray = np.minimum(semantic + support * best[nodes], 1.0)
+    return supported
 
 
 def _output(raw: Any, projected: Any) -> Any:
@@ -309,19 +338,43 @@ def rank_vectorised(
         keep &= fields.routing_ids(nodes) == key_id
     nodes, hops, graph = nodes[keep], hops[keep], _clamp(graph[keep])
 
+    observed = index.observed_us(nodes)
     reference_us = to_micros(snapshot.captured_at)
-    age = np.maximum(reference_us - index.observed_us(nodes), 0) / MICROS_PER_SECOND
+    if spec.time_reference == "newest" and len(nodes):
+        reference_us = int(observed.max())
+    age = np.maximum(reference_us - observed, 0) / MICROS_PER_SECOND
     temporal = 1.0 / (1.0 + age / spec.time_scale)
     semantic = _semantic(index, query, nodes)
+    if query.text and spec.named_evidence > 0:
+        hit = index.fields(query.extractor).named(nodes, names_in(query.text))
+        semantic = np.minimum(semantic + spec.named_evidence * hit, 1.0)
+    if spec.support > 0:
+        semantic = _supported(index, nodes, semantic, spec.support)
     w = spec.weights
     score = (w.graph * graph + w.temporal * temporal + w.semantic * semantic) / w.total
 
     ranks = index.labels(nodes)
+    if query.text and spec.bridge > 0 and len(nodes):
+        tied = np.flatnonzero(score == score.max())
+        top = int(tied[np.lexsort((ranks[tied], hops[tied]))][0])
+        bridged = index.fields(query.extractor)
+        hit = bridged.named(nodes, names_in(bridged.body(int(nodes[top]))))
+        hit[top] = 0.0
+        semantic = np.where(hit > 0, np.minimum(semantic + spec.bridge, 1.0), semantic)
+        score = (w.graph * graph + w.temporal * temporal + w.semantic * semantic) / w.total
     chosen = np.arange(len(nodes))
-    if spec.limit is not None and spec.limit < len(nodes):
-        cut = -np.partition(-score, spec.limit - 1)[spec.limit - 1]
-        chosen = np.flatnonzero(score >= cut)
-    order = chosen[np.lexsort((ranks[chosen], hops[chosen], -score[chosen]))]
+    if spec.distinct_bodies:  # repeats go after every first occurrence: the whole order
+        order = chosen[np.lexsort((ranks, hops, -score))]
+        ids = index.fields(query.extractor).body_ids(nodes[order])
+        repeat = np.ones(len(order), dtype=bool)
+        repeat[np.unique(ids, return_index=True)[1]] = False  # each id's first place
+        repeat[ids < 0] = False  # an empty body is never a repeat
+        order = np.concatenate((order[~repeat], order[repeat]))
+    else:
+        if spec.limit is not None and spec.limit < len(nodes):
+            cut = -np.partition(-score, spec.limit - 1)[spec.limit - 1]
+            chosen = np.flatnonzero(score >= cut)
+        order = chosen[np.lexsort((ranks[chosen], hops[chosen], -score[chosen]))]
     if spec.limit is not None:
         order = order[: spec.limit]
 

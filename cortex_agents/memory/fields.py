@@ -6,7 +6,9 @@ and one extractor. It reads each node's output once, when the output arrives
 needs it): routing key, body text, evidence, the projected slice; for the
 Jaccard scorer the body's tokens, appended to an inverted index (so a text
 query costs one ``bincount`` over its tokens' postings instead of tokenising
-every candidate — DESIGN §9); and, per embedding scorer, the body's vector,
+every candidate — DESIGN §9); for BM25, the body's term frequencies under the
+lexical tokeniser and the corpus statistics (:mod:`~cortex_agents.memory.lexical_postings`,
+read lazily too); and, per embedding scorer, the body's vector,
 one row of an ``(n, d)`` matrix filled from the scorer's embedding cache
 (a query embeds only its own text).
 
@@ -27,7 +29,10 @@ import numpy.typing as npt
 from cortex_agents.errors import InvalidArgument
 from cortex_agents.memory.columns import Column, Rows
 from cortex_agents.memory.embedding import Matrix, VectorScorer, cosine_axis
+from cortex_agents.memory.entities import EvidenceNames, Name
 from cortex_agents.memory.extract import ExtractedFields, Extractor
+from cortex_agents.memory.lexical import BM25
+from cortex_agents.memory.lexical_postings import LexicalPostings
 from cortex_agents.memory.semantic import tokenize
 
 if TYPE_CHECKING:
@@ -78,10 +83,15 @@ class FieldsIndex:
         self.evidence: list[tuple[str, ...]] = []
         self.projected: list[Any] = []
         self.counts = Column()
+        self.body_ids = Column()  # per node: its body text, interned (-1: an empty body)
+        # the extractor's empty body (a node without output) first, when it has text
+        self.body_lookup: dict[str, int] = {self.empty.body_text: 0} if self.empty.body_text else {}
         self.vocabulary: dict[str, int] = {}
         self.postings: list[Column] = []
         self._kind_routing: dict[int, int] = {}
         self._vectors: OrderedDict[str, _Vectors] = OrderedDict()
+        self._lexical: LexicalPostings | None = None
+        self._names: EvidenceNames | None = None
 
     def fork(self, parent: MemoryIndex, n: int, ready: int, length: int) -> FieldsIndex:
         """A copy for the fork of ``parent`` at ``length`` events (``n`` nodes, ``ready`` outputs).
@@ -102,6 +112,8 @@ class FieldsIndex:
         size = min(n, len(self.bodies))
         other.routing = self.routing.copy(size)
         other.counts = self.counts.copy(size)
+        other.body_ids = self.body_ids.copy(size)
+        other.body_lookup = dict(self.body_lookup)
         other.bodies = self.bodies[:size]
         other.evidence = self.evidence[:size]
         other.projected = self.projected[:size]
@@ -122,6 +134,12 @@ class FieldsIndex:
             kept.rows = held.rows.copy(size)
             kept.empty = held.empty
             other._vectors[scorer_id] = kept
+        other._lexical = None
+        if self._lexical is not None:
+            other._lexical = self._lexical.fork(parent, n, ready, length)
+        other._names = None
+        if self._names is not None:
+            other._names = self._names.fork(parent.output_tick.data, ready, length)
         return other
 
     def intern(self, key: str) -> int:
@@ -142,6 +160,7 @@ class FieldsIndex:
             self.projected.extend([None] * missing)
             self.routing.pad(size, -1)
             self.counts.pad(size, 0)
+            self.body_ids.pad(size, -1)
         ready = index.ready
         if self.done == len(ready):
             return
@@ -153,6 +172,10 @@ class FieldsIndex:
                 key if key is not None else kinds[index.kinds.data[i]]
             )
             self.bodies[i] = fields.body_text
+            body_id = -1
+            if fields.body_text:
+                body_id = self.body_lookup.setdefault(fields.body_text, len(self.body_lookup))
+            self.body_ids.data[i] = body_id
             self.evidence[i] = tuple(fields.evidence)
             self.projected[i] = fields.projected
             tokens = tokenize(fields.body_text)
@@ -164,6 +187,20 @@ class FieldsIndex:
                     self.postings.append(Column(capacity=4))
                 self.postings[token_id].append(i)
         self.done = len(ready)
+
+    def lexical(self, index: MemoryIndex) -> LexicalPostings:
+        """BM25's postings and statistics, caught up (the caller holds the index lock)."""
+        if self._lexical is None:
+            self._lexical = LexicalPostings(self.empty.body_text)
+        self._lexical.catch_up(index, self)
+        return self._lexical
+
+    def names(self, index: MemoryIndex) -> EvidenceNames:
+        """The names of every output's evidence, caught up (the caller holds the index lock)."""
+        if self._names is None:
+            self._names = EvidenceNames(self.empty.evidence)
+        self._names.catch_up(index.ready, self.evidence, self.done)
+        return self._names
 
     def kind_routing(self, index: MemoryIndex) -> IntArray:
         """Routing id of a node without output, by kind id (the caller holds the index lock)."""
@@ -234,6 +271,13 @@ class FieldsView:
         index = self.view.index
         return key if key is not None else index.kind_names[int(index.kinds.data[i])]
 
+    def body_ids(self, nodes: IntArray) -> IntArray:
+        """Each node's body text as an interned id; -1 for an empty body (never a repeat)."""
+        fields = self.fields
+        empty = 0 if fields.empty.body_text else -1  # interned first (FieldsIndex)
+        found: IntArray = np.where(self.view.ready(nodes), fields.body_ids.data[nodes], empty)
+        return found
+
     def body(self, i: int) -> str:
         """The body text of node ``i``."""
         return self.fields.bodies[i] if self._ready(i) else self.fields.empty.body_text
@@ -269,6 +313,19 @@ class FieldsView:
         union = len(wanted) + counts - inter
         safe = np.where(union > 0, union, 1)
         return np.where(union > 0, inter / safe, 0.0)
+
+    def bm25(self, scorer: BM25, text: str, nodes: IntArray) -> FloatArray:
+        """The BM25 axis of each node against ``text``, over the scorer's corpus as of the view
+        (:mod:`cortex_agents.memory.lexical_postings`)."""
+        index = self.view.index
+        with index.lock:  # postings grow under the lock: read them under it too
+            return self.fields.lexical(index).axis(scorer, text, self.view, nodes)
+
+    def named(self, nodes: IntArray, runs: set[Name]) -> FloatArray:
+        """1.0 for each node whose evidence ``runs`` name (:mod:`cortex_agents.memory.entities`)."""
+        index = self.view.index
+        with index.lock:
+            return self.fields.names(index).hits(self.view, nodes, runs)
 
     def cosine(self, scorer: VectorScorer, text: str, nodes: IntArray) -> FloatArray:
         """``min(max(cos, 0), 1)`` of each node's body vector against ``text``'s vector.

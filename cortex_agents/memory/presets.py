@@ -36,7 +36,16 @@ from cortex_agents.memory.scorers import (
 from cortex_agents.memory.semantic import SemanticScorer
 from cortex_agents.memory.spec import Query, WalkSpec, Weights
 
-__all__ = ["BUILTIN_PRESETS", "DEFAULT_LIMIT", "EVIDENCE_ONLY", "Preset", "PresetRegistry"]
+__all__ = [
+    "BUILTIN_PRESETS",
+    "DEFAULT_LIMIT",
+    "BRIDGE",
+    "EVIDENCE_ONLY",
+    "NAMED_EVIDENCE",
+    "SUPPORT",
+    "Preset",
+    "PresetRegistry",
+]
 
 _NAME: Final = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
@@ -245,17 +254,34 @@ EVIDENCE_ONLY: Final = frozenset({"planner", "merge", "reviewer", "rewriter"})
 """Kinds the ``reviewer`` preset leaves out: coordination (planner, merge) and commentary
 (reviewer, rewriter) restate every topic without adding evidence (harness: re-review family)."""
 
-# Chosen with tools/eval_retrieval.py on the dev split, reported on the held-out split
-# (README): the semantic axis first with the wordllama scorer (token Jaccard misses
-# paraphrases), a little recency to prefer the current round over earlier ones, evidence-only
-# kinds. The graph prior no longer decides anything at these weights and filters: influence
-# ties hop decay on held-out (recall@3 1.00 both) and is 0.01 MRR ahead on dev. Hop decay is
-# kept because, with fewer kinds filtered out, influence divides its mass at every fan-out and
-# piles it on conduits (planner, merge, long chains): the seed's failure this preset fixed.
+SUPPORT: Final = 0.6
+"""Edge support of the built-in presets: an analyst another matching analyst built on gains
+0.6 x that analyst's semantic axis (harness, chain family: hop 1 back into the top 3)."""
+NAMED_EVIDENCE: Final = 0.2
+"""Semantic axis a candidate gains when the query names its evidence (an entity the question
+names: the first hop of a multi-hop question)."""
+BRIDGE: Final = 0.15
+"""Semantic axis a candidate gains when the best-ranked candidate's body names its evidence
+(the bridge entity of a multi-hop question)."""
+
+# Chosen with tools/eval_retrieval.py on the dev split of every family (synthetic and
+# multi-hop), reported on the held-out split (README, "Retrieval quality"): the semantic axis
+# first, scored by the wordllama+bm25 blend (BM25 finds identifiers — years, seasons, model
+# numbers — static embeddings confuse; the embedding finds paraphrases BM25 misses); a
+# little recency, measured from the newest candidate so that a snapshot queried days after
+# its run still tells its rounds apart; hop decay (influence divides its mass at every
+# fan-out and piles it on conduits: the seed's failure); edge support; entity signals (the
+# query or the best match naming a candidate's evidence); each body text ranked once (an
+# earlier round's copy of a finding never takes a place in the top k); evidence-only kinds.
 _RANKED: Final = WalkSpec(
     prior="hop_decay",
     weights=Weights(graph=0.25, temporal=0.25, semantic=1.0),
     limit=DEFAULT_LIMIT,
+    time_reference="newest",
+    support=SUPPORT,
+    named_evidence=NAMED_EVIDENCE,
+    bridge=BRIDGE,
+    distinct_bodies=True,
 )
 
 BUILTIN_PRESETS: Final = PresetRegistry(
@@ -263,12 +289,12 @@ BUILTIN_PRESETS: Final = PresetRegistry(
         Preset(
             name="default",
             spec=_RANKED,
-            description="ancestors, text first (hop decay, weights 0.25/0.25/1)",
+            description="ancestors, text first (wordllama+bm25, hop decay, weights 0.25/0.25/1)",
         ),
         Preset(
             name="analyst",
             spec=_RANKED,
-            description="ancestors, text first (hop decay, weights 0.25/0.25/1)",
+            description="ancestors, text first (wordllama+bm25, hop decay, weights 0.25/0.25/1)",
         ),
         Preset(
             name="reviewer",
@@ -283,10 +309,15 @@ BUILTIN_PRESETS: Final = PresetRegistry(
                 prior="hop_decay",
                 weights=Weights(graph=0.25, temporal=0.5, semantic=1.0),
                 limit=DEFAULT_LIMIT,
+                time_reference="newest",
+                support=SUPPORT,
+                named_evidence=NAMED_EVIDENCE,
+                bridge=BRIDGE,
+                distinct_bodies=True,
             ),
             description="both directions, text first, recency weighted 2x the graph axis",
         ),
     ]
 )
 """The built-in presets; the seed's were influence with weights 1/1/1 (``reviewer`` 1.5/1/1),
-token Jaccard, every kind and no limit."""
+token Jaccard, every kind, recency from the snapshot's time, no edge support and no limit."""

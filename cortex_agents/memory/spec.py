@@ -21,10 +21,12 @@ __all__ = [
     "DIRECTIONS",
     "PRIORS",
     "SCOPES",
+    "TIME_REFERENCES",
     "Direction",
     "GraphPrior",
     "Query",
     "Scope",
+    "TimeReference",
     "WalkSpec",
     "Weights",
 ]
@@ -32,10 +34,12 @@ __all__ = [
 Direction = Literal["ancestors", "descendants", "bidirectional"]
 Scope = Literal["settled_only", "debug_all_statuses"]
 GraphPrior = Literal["influence", "hop_decay"]
+TimeReference = Literal["snapshot", "newest"]
 
 DIRECTIONS: Final[tuple[str, ...]] = get_args(Direction)
 SCOPES: Final[tuple[str, ...]] = get_args(Scope)
 PRIORS: Final[tuple[str, ...]] = get_args(GraphPrior)
+TIME_REFERENCES: Final[tuple[str, ...]] = get_args(TimeReference)
 AXES: Final = ("graph", "temporal", "semantic")
 
 
@@ -104,9 +108,30 @@ class WalkSpec:
             ``hop_decay`` (``1 / (1 + hops)``, kept for A/B evaluation).
         alpha: Damping of the random walk, in [0, 1].
         time_scale: Seconds for the temporal axis to halve: ``1 / (1 + age / time_scale)``.
+        time_reference: What ``age`` is measured from: ``snapshot`` (its
+            ``captured_at``, the seed's) or ``newest`` (the newest candidate's
+            time, so the newest candidate scores 1 and older work keeps its
+            spacing however long after the run the snapshot is queried).
         past_boundary: A stage kind. When set, only nodes strictly beyond the
             nearest nodes of this kind (in the walk direction) are candidates:
             "walk past my merge node".
+        support: Relevance along dependency edges, in [0, 1]: each candidate's
+            semantic axis gains ``support`` times the largest semantic axis
+            among the candidates it shares an edge with (capped at 1), so the
+            analyst a matching analyst built on rises with it. 0 (the seed's)
+            turns it off.
+        named_evidence: In [0, 1]: a candidate whose evidence the query text
+            names (:mod:`cortex_agents.memory.entities`) gains this much
+            semantic axis (capped at 1), before edge support. 0 turns it off.
+        bridge: In [0, 1]: after ranking, each candidate whose evidence the
+            best-ranked candidate's body names gains this much semantic axis
+            (capped at 1), and the candidates are ranked again — the bridge
+            entity of a multi-hop question. 0 turns it off.
+        distinct_bodies: Rank each body text once: a candidate whose
+            (non-empty) body equals a better-ranked candidate's goes after
+            every candidate whose body is new, the repeats keeping their
+            order — an earlier round's copy of a finding never pushes a new
+            finding out of the top ``k``.
     """
 
     direction: Direction = "ancestors"
@@ -118,6 +143,11 @@ class WalkSpec:
     alpha: float = 0.85
     time_scale: float = 3600.0
     past_boundary: str | None = None
+    time_reference: TimeReference = "snapshot"
+    support: float = 0.0
+    named_evidence: float = 0.0
+    bridge: float = 0.0
+    distinct_bodies: bool = False
 
     def __post_init__(self) -> None:
         _check_choice("direction", self.direction, DIRECTIONS)
@@ -137,6 +167,14 @@ class WalkSpec:
         if time_scale <= 0:
             raise InvalidArgument("time_scale", "must be > 0 seconds", self.time_scale)
         object.__setattr__(self, "time_scale", time_scale)
+        _check_choice("time_reference", self.time_reference, TIME_REFERENCES)
+        if not isinstance(self.distinct_bodies, bool):
+            raise InvalidArgument("distinct_bodies", "must be true or false", self.distinct_bodies)
+        for name in ("support", "named_evidence", "bridge"):
+            value = _check_number(name, getattr(self, name))
+            if not 0.0 <= value <= 1.0:
+                raise InvalidArgument(name, "must be between 0 and 1", getattr(self, name))
+            object.__setattr__(self, name, value)
         if self.past_boundary is not None and (
             not isinstance(self.past_boundary, str) or not self.past_boundary
         ):

@@ -132,7 +132,12 @@ class _Preset(_Strict):
     prior: Literal["influence", "hop_decay"] = "influence"
     alpha: float = 0.85
     time_scale: float = 3600.0
+    time_reference: Literal["snapshot", "newest"] = "snapshot"
     past_boundary: str | None = None
+    support: float = 0.0
+    named_evidence: float = 0.0
+    bridge: float = 0.0
+    distinct_bodies: bool = False
     description: str = ""
     scorer: str = DEFAULT_SCORER
     kinds: list[str] | None = None
@@ -236,7 +241,12 @@ def _from_data(data: Any, base: Path) -> Wire:
                 prior=p.prior,
                 alpha=p.alpha,
                 time_scale=p.time_scale,
+                time_reference=p.time_reference,
                 past_boundary=p.past_boundary,
+                support=p.support,
+                named_evidence=p.named_evidence,
+                bridge=p.bridge,
+                distinct_bodies=p.distinct_bodies,
             )
             preset = Preset(
                 name=name,

@@ -14,11 +14,16 @@ The tool runs the pure pipeline in-process against the stage's memory handle
 sets one). It answers with:
 
 * a compact text rendering, cut to a token budget (counted with tiktoken),
-  between ``<memory_results>`` tags and introduced as data, not instructions;
+  between ``<memory_results>`` tags and introduced as data, not instructions:
+  one line per match (rank, node, kind, score, hops, routing key) and its
+  best passage — the window of its body, at most :data:`PASSAGE_TOKENS`
+  tokens, that scores highest for the query (:mod:`cortex_agents.tools.passages`),
+  so that ten matches fit the default 800-token budget;
 * an artifact holding what was shown and no more: the resolved query (enough
   to recompute the ranking from the snapshot), the number of candidates, how
   many were shown, and for each shown match its scores and its body text as
-  shown — at most :data:`MAX_ARTIFACT_BYTES` of JSON.
+  shown (its passage) and every axis (graph, temporal, semantic) — at most
+  :data:`MAX_ARTIFACT_BYTES` of JSON.
 
 Inside a cortex stage the handle comes from the tool's injected
 ``ToolRuntime.context`` (the stage's :class:`~cortex_agents.runtime.StageContext`),
@@ -52,6 +57,7 @@ from cortex_agents.memory.strategy import Topological, declared_preset
 from cortex_agents.tools.binding import GraphBinding, bind_to_graph
 from cortex_agents.tools.delimit import escape_text
 from cortex_agents.tools.journal import MEMORY_QUERY_TOOL, MEMORY_RESULTS
+from cortex_agents.tools.passages import best_passages
 from cortex_agents.tools.results import error_content, json_safe, validation_message
 from cortex_agents.tools.tokens import count_tokens, truncate_to_tokens
 
@@ -61,6 +67,7 @@ __all__ = [
     "MAX_RESULTS",
     "MEMORY_QUERY_TOOL",
     "MIN_TOKEN_BUDGET",
+    "PASSAGE_TOKENS",
     "MemoryQueryArgs",
     "check_token_budget",
     "make_memory_query_tool",
@@ -77,7 +84,8 @@ MAX_RESULTS: Final = 50
 cap applied when neither the call nor the preset sets a limit."""
 MAX_ARTIFACT_BYTES: Final = 65_536
 """Hard cap on the JSON size of a result's artifact (what a graph's state keeps of a call)."""
-_BODY_TOKENS: Final = 120
+PASSAGE_TOKENS: Final = 48
+"""Most tokens of a match's body the text shows (its best passage)."""
 _OPEN, _CLOSE = "<memory_results", "</memory_results>"
 
 
@@ -116,9 +124,13 @@ class MemoryQueryArgs(BaseModel):
 
 
 def _render(
-    matches: tuple[Match, ...], header: dict[str, Any], total: int, budget: int
+    matches: tuple[Match, ...],
+    header: dict[str, Any],
+    total: int,
+    budget: int,
+    query_text: str | None = None,
 ) -> tuple[str, list[str]]:
-    """The text a model reads, and the body text of each match it shows (in rank order)."""
+    """The text a model reads, and the passage of each match it shows (in rank order)."""
     attributes = " ".join(f'{k}="{escape_text(v, attribute=True)}"' for k, v in header.items())
     opening = (
         f'{_OPEN} {attributes} matches="{len(matches)}">\n'
@@ -128,12 +140,19 @@ def _render(
     used = count_tokens(opening) + count_tokens(_CLOSE) + room
     lines: list[str] = []
     bodies: list[str] = []
-    for rank, m in enumerate(matches, 1):
-        body = truncate_to_tokens(escape_text(m.body_text), _BODY_TOKENS)
+    passages = best_passages(
+        [m.body_text for m in matches],
+        query_text,
+        PASSAGE_TOKENS,
+        count=count_tokens,
+        cut=truncate_to_tokens,
+    )
+    for rank, (m, passage) in enumerate(zip(matches, passages, strict=True), 1):
+        body = truncate_to_tokens(escape_text(passage), PASSAGE_TOKENS + 8)  # escapes may grow it
         node, kind, key = (escape_text(v) for v in (m.node_id, m.kind, m.routing_key))
+        status = "" if m.status == "completed" else f", {m.status}"
         entry = (
-            f"{rank}. {node} ({kind}, {m.status}) hops={m.hops} score={m.score:.4f} "
-            f"graph={m.graph:.4f} temporal={m.temporal:.4f} semantic={m.semantic:.4f} key={key}\n"
+            f"{rank}. {node} ({kind}{status}) score={m.score:.3f} hops={m.hops} key={key}\n"
             f"   {body}\n"
         )
         cost = count_tokens(entry)
@@ -157,13 +176,17 @@ def render_matches(
     *,
     budget: int = DEFAULT_TOKEN_BUDGET,
     total: int | None = None,
+    query_text: str | None = None,
 ) -> tuple[str, int]:
     """The text a model reads, cut to ``budget`` tokens; returns it and how many matches it shows.
 
     ``total``: how many candidates the ranking held before its limit (default:
-    ``len(matches)``); the text says how many were not shown.
+    ``len(matches)``); the text says how many were not shown. ``query_text``
+    chooses each match's passage (none: each body from its start).
     """
-    text, bodies = _render(matches, header, len(matches) if total is None else total, budget)
+    text, bodies = _render(
+        matches, header, len(matches) if total is None else total, budget, query_text
+    )
     return text, len(bodies)
 
 
@@ -281,7 +304,7 @@ def run_memory_query(
     header = {"preset": preset, "direction": spec.direction, "scope": spec.scope}
     if projection is not None:
         header["projection"] = projection
-    text, bodies = _render(ranking.matches, header, ranking.total, budget)
+    text, bodies = _render(ranking.matches, header, ranking.total, budget, args.query_text)
     artifact = {
         "tool": MEMORY_RESULTS,
         "query": resolved,

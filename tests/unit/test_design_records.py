@@ -2,7 +2,8 @@
 
 * ``docs/adr-0001-enumeration-and-scoring-are-separate.md``: which nodes a
   query may return is decided by the walk and the filters alone; priors,
-  weights, alpha, time scale and query text only reorder them.
+  weights, alpha, time scale and reference, edge support, entity signals,
+  repeated bodies and query text only reorder them.
 * ``docs/adr-0002-stop-at-k-needs-a-monotone-priority.md``: best-first
   enumeration that stops after ``k`` pops returns the global top ``k`` when
   the priority never increases along the walk (hop decay alone), and does
@@ -32,6 +33,11 @@ SCORING = st.fixed_dictionaries(
         "prior": st.sampled_from(["influence", "hop_decay"]),
         "alpha": st.sampled_from([0.85, 0.5, 0.0]),
         "time_scale": st.sampled_from([3600.0, 1.0]),
+        "time_reference": st.sampled_from(["snapshot", "newest"]),
+        "support": st.sampled_from([0.0, 0.6]),
+        "named_evidence": st.sampled_from([0.0, 0.2]),
+        "bridge": st.sampled_from([0.0, 0.15]),
+        "distinct_bodies": st.booleans(),
     }
 )
 

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cortex_agents.memory import (
+    BM25,
     Blend,
     EmbeddingScorer,
     MemoryHandle,
@@ -52,14 +53,17 @@ IDS = [
     "x",
 ]
 KINDS = ["planner", "analyst", "merge", "reviewer"]
-WORDS = ["bias", "trial", "gain", "survey", "focus", "remote", "claim", "risk"]
+WORDS = ["bias", "trial", "gain", "survey", "focus", "remote", "claim", "risk", "HD 23", "2011–12"]
 KEYS = ["c1", "c2", "c3"]
+EVIDENCE = ["Bias (survey)", "trial gain", "HD 23", "x", "Remote Claim"]
 
 
 @st.composite
 def outputs(draw):
     words = draw(st.lists(st.sampled_from(WORDS), max_size=5))
     value = {"finding": " ".join(words)}
+    if draw(st.booleans()):  # evidence a query or another body may name
+        value["evidence"] = draw(st.lists(st.sampled_from(EVIDENCE), max_size=2))
     if draw(st.booleans()):
         value["claim_ref"] = draw(st.sampled_from(KEYS))
     shape = draw(st.sampled_from(["plain", "envelope", "values", "none"]))
@@ -126,20 +130,37 @@ def specs(draw):
         alpha=draw(st.sampled_from([0.85, 0.5, 1.0, 0.0, 0.333])),
         time_scale=draw(st.sampled_from([3600.0, 1.0, 86400.0])),
         past_boundary=draw(st.none() | st.sampled_from(KINDS)),
+        time_reference=draw(st.sampled_from(["snapshot", "newest"])),
+        support=draw(st.sampled_from([0.0, 0.0, 0.6, 1.0])),
+        named_evidence=draw(st.sampled_from([0.0, 0.0, 0.2, 1.0])),
+        bridge=draw(st.sampled_from([0.0, 0.0, 0.15, 1.0])),
+        distinct_bodies=draw(st.booleans()),
     )
 
 
 _EMBEDDING = EmbeddingScorer(HashEmbedder())
-# Jaccard (inverted index), an embedding scorer (cached matrix), a blend of both (parts
-# vectorised one by one): each must give the reference's floats exactly.
-SCORERS = [token_jaccard, _EMBEDDING, Blend([(_EMBEDDING, 1.0), (token_jaccard, 0.5)])]
+# Jaccard (inverted index), an embedding scorer (cached matrix), BM25 over either corpus
+# (postings and the index's statistics), blends of them (parts vectorised one by one): each
+# must give the reference's floats exactly.
+SCORERS = [
+    token_jaccard,
+    _EMBEDDING,
+    Blend([(_EMBEDDING, 1.0), (token_jaccard, 0.5)]),
+    BM25(),
+    BM25(corpus="view", k1=0.9, b=0.4),
+    BM25(k1=0.0, b=1.0),
+    Blend([(BM25(), 1.0), (_EMBEDDING, 2.0)]),
+]
 
 
 @st.composite
 def queries(draw):
     return Query(
         text=draw(
-            st.none() | st.sampled_from(["bias", "trial gain", "remote claim risk", "", "zzz"])
+            st.none()
+            | st.sampled_from(
+                ["bias", "trial gain", "remote claim risk", "", "zzz", "HD23 2011-2012"]
+            )
         ),
         routing_key=draw(st.none() | st.sampled_from([*KEYS, "analyst"])),
         kinds=draw(st.none() | st.sets(st.sampled_from(KINDS), max_size=2)),
@@ -264,14 +285,24 @@ def test_engines_agree_on_larger_random_dags(seed, direction):
             status="completed",
             captured_at=T0 + timedelta(seconds=i),
             completed_at=T0 + timedelta(seconds=i + rng.random()),
-            output={"finding": " ".join(rng.sample(WORDS, 3))},
+            output={"finding": " ".join(rng.sample(WORDS, 3)), "evidence": rng.sample(EVIDENCE, 1)},
         )
         for i, node_id in enumerate(ids)
     ]
     snap = MemorySnapshot.of(nodes, sorted(edges), T0 + timedelta(seconds=n + 5))
     origin = ids[n // 2]
     spec = WalkSpec(direction=direction, alpha=rng.choice([0.85, 0.99]))
-    query = Query(text="bias trial")
+    for query in (Query(text="bias trial"), Query(text="HD 23 trial", scorer=BM25())):
+        assert rows(query_vectorised(snap, origin, spec, query)) == rows(
+            query_reference(snap, origin, spec, query)
+        )
+    # the shipped shape: hop decay, newest-relative recency, edge support, a lexical+dense blend
+    spec = WalkSpec(
+        direction=direction, prior="hop_decay", time_reference="newest", support=0.6,
+        named_evidence=0.2, bridge=0.15, distinct_bodies=True,
+        weights=Weights(graph=0.25, temporal=0.25, semantic=1.0),
+    )  # fmt: skip
+    query = Query(text="2011-12 survey gain", scorer=Blend([(BM25(), 1.0), (_EMBEDDING, 2.0)]))
     assert rows(query_vectorised(snap, origin, spec, query)) == rows(
         query_reference(snap, origin, spec, query)
     )

@@ -10,6 +10,7 @@ from cortex_agents.errors import InvalidArgument, InvalidWire, ScorerUnavailable
 from cortex_agents.memory import (
     BUILTIN_PRESETS,
     BUILTIN_SCORERS,
+    DEFAULT_SCORER,
     Blend,
     EmbeddingScorer,
     InMemoryEmbeddingCache,
@@ -53,14 +54,22 @@ def registry_with(*entries):
 
 
 def test_builtin_registry_names_and_default():
-    assert set(BUILTIN_SCORERS) == {"jaccard", "wordllama", "minilm", "hybrid"}
+    assert set(BUILTIN_SCORERS) == {
+        "jaccard", "bm25", "bm25-view", "wordllama", "minilm", "bge",
+        "wordllama+bm25", "minilm+bm25", "bge+bm25", "hybrid",
+    }  # fmt: skip
     assert BUILTIN_SCORERS.load("jaccard") is token_jaccard
+    assert DEFAULT_SCORER == "wordllama+bm25"
+    default = BUILTIN_SCORERS.load(DEFAULT_SCORER)
+    assert [(type(p).__name__, w) for p, w in default.parts] == [
+        ("EmbeddingScorer", 2.0), ("BM25", 1.0)
+    ]  # fmt: skip
     assert all(BUILTIN_PRESETS[name].scorer in BUILTIN_SCORERS for name in BUILTIN_PRESETS)
 
 
 def test_unknown_scorer_lists_the_known_ones():
     with pytest.raises(UnknownScorer) as caught:
-        BUILTIN_SCORERS.load("bm25")
+        BUILTIN_SCORERS.load("tf-idf")
     assert caught.value.code == "unknown_scorer"
     assert "'jaccard'" in str(caught.value)
 
@@ -236,7 +245,8 @@ def test_preset_names_its_scorer_and_kind_filters():
 
 def test_topological_scorer_overrides_the_preset_for_recall_and_tool_queries():
     presets = BUILTIN_PRESETS.with_scorers(ScorerEntry(name="const", scorer=lambda q, b: 0.75))
-    strategy = Topological(preset="default", scorer="const")
+    # the reviewer preset: two sibling analysts, no edge between them (no edge support)
+    strategy = Topological(preset="reviewer", scorer="const")
     _spec, query = strategy.resolve(presets, text="focus")
     assert query.text == "focus" and query.scorer("x", "y") == 0.75
     handle = MemoryHandle(fanout(), "reviewer", presets=presets, strategy=strategy)

@@ -87,7 +87,10 @@ def test_builtin_presets_carry_the_harness_chosen_defaults():
         assert spec.direction == direction
         assert (spec.weights.graph, spec.weights.temporal, spec.weights.semantic) == weights
         assert spec.time_scale == 3600.0 and spec.prior == "hop_decay"
-        assert preset.scorer == DEFAULT_SCORER == "wordllama"
+        assert spec.time_reference == "newest"
+        assert (spec.support, spec.named_evidence, spec.bridge) == (0.6, 0.2, 0.15)
+        assert spec.distinct_bodies is True
+        assert preset.scorer == DEFAULT_SCORER == "wordllama+bm25"
         assert preset.exclude_kinds == excluded and preset.kinds is None
         assert (
             10 <= spec.limit <= 20
