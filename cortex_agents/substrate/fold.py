@@ -8,9 +8,11 @@ state. A handler checks its event against the draft and raises
 so a rejected batch changes nothing. Each handler is a plain function of
 ``(draft, event, index)`` and can be tested alone.
 
-Cost: O(events × log nodes) per batch, whatever the size of the state —
-except the rare batch that removes edges (an admitted rewrite), which copies
-the surviving edge list once.
+Cost: O(events × log nodes) per batch, whatever the size of the state or
+the degree of a node (:mod:`~cortex_agents.substrate.adjacency`: appending a
+link, asking for one and removing one are O(1) amortised) — except the rare
+batch that removes edges (an admitted rewrite), which copies the surviving
+edge list once, and each removing node's links once.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any, Final
 from immutables import MapMutation
 
 from cortex_agents.errors import InvalidEvent
+from cortex_agents.substrate.adjacency import DraftLinks
 from cortex_agents.substrate.events import (
     EdgeAdded,
     EdgeRemoved,
@@ -58,31 +61,36 @@ class Draft:
         base: The state the batch started from (never modified).
         nodes: Node records by id (a persistent map in mutation mode).
         scheduled: Node ids scheduled by this batch, in order.
-        preds: Predecessors by node id, in edge order (mutation mode).
-        succs: Successors by node id, in edge order (mutation mode).
-        added: Edges added by this batch and still present, in order.
+        preds: Predecessors by node id, in edge order.
+        succs: Successors by node id, in edge order.
+        added: Edges added by this batch, in order (``None`` where one was removed again).
         removed: Edges of ``base`` this batch removed (re-adding one appends it anew).
         rewrites: Rewrite decisions made by this batch, in order.
         keys: Idempotency keys of every decision so far (mutation mode).
+        admitted: Every admitted decision by ``rewrite_id`` (mutation mode).
         last_id: The highest admitted ``rewrite_id`` so far.
         watermark: The highest applied ``rewrite_id`` so far.
         budget: The run's rewrite budget, once set.
         seq: Events folded so far (the index of the next event).
+        added_at: Position of each edge in ``added``, built by the batch's
+            first removal (then kept up to date): removing is O(1) after it.
     """
 
     base: GraphState
     nodes: MapMutation[NodeId, NodeRecord]
     scheduled: list[NodeId]
-    preds: MapMutation[NodeId, tuple[NodeId, ...]]
-    succs: MapMutation[NodeId, tuple[NodeId, ...]]
-    added: list[EdgeRecord]
+    preds: DraftLinks
+    succs: DraftLinks
+    added: list[EdgeRecord | None]
     removed: set[EdgeRecord]
     rewrites: list[RewriteFact]
     keys: MapMutation[str, None]
+    admitted: MapMutation[int, RewriteFact]
     last_id: int
     watermark: int
     budget: Mapping[str, int] | None
     seq: int
+    added_at: dict[EdgeRecord, int] | None = None
 
     @classmethod
     def of(cls, state: GraphState) -> Draft:
@@ -92,12 +100,13 @@ class Draft:
             base=state,
             nodes=table._map.mutate(),
             scheduled=[],
-            preds=state._preds.mutate(),
-            succs=state._succs.mutate(),
+            preds=DraftLinks(state._preds),
+            succs=DraftLinks(state._succs),
             added=[],
             removed=set(),
             rewrites=[],
             keys=state._keys.mutate(),
+            admitted=state._admitted.mutate(),
             last_id=state._last_id,
             watermark=state.watermark,
             budget=state.budget,
@@ -113,14 +122,31 @@ class Draft:
 
     def has_edge(self, source: NodeId, target: NodeId) -> bool:
         """Whether the edge is in the graph now."""
-        return target in self.succs.get(source, ())
+        return self.succs.has(source, target)
+
+    def add_edge(self, edge: EdgeRecord) -> None:
+        """Put ``edge`` in the graph (the caller checked that it may be)."""
+        if self.added_at is not None:
+            self.added_at[edge] = len(self.added)
+        self.added.append(edge)
+        self.succs.add(edge.source, edge.target)
+        self.preds.add(edge.target, edge.source)
+
+    def drop_edge(self, edge: EdgeRecord) -> None:
+        """Take ``edge`` out of the graph (the caller checked that it is there)."""
+        if self.added_at is None:  # once per batch that removes: O(batch), then O(1) each
+            self.added_at = {e: i for i, e in enumerate(self.added) if e is not None}
+        position = self.added_at.pop(edge, None)
+        if position is None:
+            self.removed.add(edge)
+        else:
+            self.added[position] = None
+        self.succs.drop(edge.source, edge.target)
+        self.preds.drop(edge.target, edge.source)
 
     def fact(self, rewrite_id: int) -> RewriteFact:
         """The admitted decision with this id (it exists: ids are dense up to ``last_id``)."""
-        for fact in (*self.base.rewrites, *self.rewrites):
-            if fact.rewrite_id == rewrite_id:
-                return fact
-        raise KeyError(rewrite_id)  # pragma: no cover  (guarded by the callers)
+        return self.admitted[rewrite_id]
 
     def finish(self) -> GraphState:
         """The state this draft describes."""
@@ -129,9 +155,10 @@ class Draft:
         edges = base.edges
         if self.removed:  # rare (admitted rewrites only): copy the surviving edges once
             edges = AppendOnly(e for e in edges if e not in self.removed)
-        if self.added:
+        added = self.added if self.added_at is None else [e for e in self.added if e is not None]
+        if added:
             edges = (edges if isinstance(edges, AppendOnly) else AppendOnly(edges)).appended(
-                self.added
+                added  # type: ignore[arg-type]  # no None left: removals were filtered out
             )
         return GraphState(
             nodes=NodeTable(self.nodes.finish(), table._order.appended(self.scheduled)),
@@ -143,6 +170,7 @@ class Draft:
             _preds=self.preds.finish(),
             _succs=self.succs.finish(),
             _keys=self.keys.finish(),
+            _admitted=self.admitted.finish(),
             _last_id=self.last_id,
         )
 
@@ -183,9 +211,7 @@ def edge_added(draft: Draft, event: EdgeAdded, index: int) -> None:
             raise InvalidEvent(index, f"edge {source!r} -> {target!r}: {end!r} is retired")
     # An edge of the base state removed earlier in this batch stays in `removed`: the
     # re-added one goes to the end, exactly as folding event by event puts it.
-    draft.added.append(EdgeRecord(source, target))
-    draft.succs[source] = (*draft.succs.get(source, ()), target)
-    draft.preds[target] = (*draft.preds.get(target, ()), source)
+    draft.add_edge(EdgeRecord(source, target))
 
 
 def edge_removed(draft: Draft, event: EdgeRemoved, index: int) -> None:
@@ -200,13 +226,7 @@ def edge_removed(draft: Draft, event: EdgeRemoved, index: int) -> None:
             f"edge {source!r} -> {target!r}: {target!r} is {status}; "
             "only edges into pending work can be removed",
         )
-    edge = EdgeRecord(source, target)
-    if edge in draft.added:
-        draft.added.remove(edge)
-    else:
-        draft.removed.add(edge)
-    _drop(draft.succs, source, target)
-    _drop(draft.preds, target, source)
+    draft.drop_edge(EdgeRecord(source, target))
 
 
 def node_retired(draft: Draft, event: NodeRetired, index: int) -> None:
@@ -271,6 +291,7 @@ def rewrite_decided(draft: Draft, event: RewriteAdmitted | RewriteRejected, inde
                 f"monotone), got {fact.rewrite_id!r}",
             )
         draft.last_id += 1
+        draft.admitted[draft.last_id] = fact
     elif fact.rewrite_id is not None or fact.code not in REJECTION_CODES:
         raise InvalidEvent(
             index,
@@ -364,23 +385,14 @@ def fold(events: Iterable[Event], state: GraphState = EMPTY_STATE) -> GraphState
     return draft.finish()
 
 
-def _drop(links: MapMutation[NodeId, tuple[NodeId, ...]], node: NodeId, other: NodeId) -> None:
-    """Remove ``other`` from ``links[node]`` (a key with no links left is deleted)."""
-    rest = tuple(x for x in links.get(node, ()) if x != other)
-    if rest:
-        links[node] = rest
-    else:
-        del links[node]
-
-
-def _reaches(succs: MapMutation[NodeId, tuple[NodeId, ...]], start: NodeId, goal: NodeId) -> bool:
+def _reaches(succs: DraftLinks, start: NodeId, goal: NodeId) -> bool:
     """Whether ``goal`` is reachable from ``start`` (a node without successors reaches nothing)."""
     if not succs.get(start):
         return False
     seen = {start}
     stack = [start]
     while stack:
-        for nxt in succs.get(stack.pop(), ()):
+        for nxt in succs.get(stack.pop()):
             if nxt == goal:
                 return True
             if nxt not in seen:
