@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -40,6 +40,7 @@ from cortex_agents.errors import InvalidSnapshot, Problem
 from cortex_agents.memory.influence import canonical_order
 from cortex_agents.memory.snapshot import MemorySnapshot
 from cortex_agents.snapshot_limits import DEFAULT_LIMITS, BadNumber, SnapshotLimits
+from cortex_agents.substrate.log import SubstrateLog
 from cortex_agents.substrate.records import EdgeRecord, NodeId, NodeRecord, RewriteFact
 from cortex_agents.substrate.state import GraphState
 from cortex_agents.timestamps import format_timestamp
@@ -80,6 +81,10 @@ class SnapshotDocument:
         rewrites: The rewrite history, in decision order.
         rewrite_budget: The run's rewrite budget per dimension, if the run
             set one (written to the file only then).
+        _log: The substrate the document imports as, when the reader built
+            and folded it to check the file; import writes it rather than
+            building and folding it again (the document is immutable, its
+            outputs included: change a copy, not the document).
     """
 
     run_id: str | None
@@ -88,6 +93,7 @@ class SnapshotDocument:
     edges: tuple[EdgeRecord, ...]
     rewrites: tuple[RewriteFact, ...] = ()
     rewrite_budget: Mapping[str, int] | None = None
+    _log: SubstrateLog | None = field(default=None, compare=False, repr=False)
 
     def to_memory_snapshot(self) -> MemorySnapshot:
         """The memory snapshot this file describes, referenced at ``entry_time``."""

@@ -103,6 +103,8 @@ def identifier_problem(value: Any, limits: SnapshotLimits = DEFAULT_LIMITS) -> s
         return "must not be empty"
     if len(value) > limits.max_id_chars:
         return f"must be at most {limits.max_id_chars} characters (got {len(value)})"
+    if value.isascii() and value.isprintable():  # the common id: no control character in it
+        return None
     for ch in value:
         category = unicodedata.category(ch)
         if category in ("Cc", "Cs"):
@@ -200,6 +202,7 @@ def walk_problems(value: Any, where: str, limits: SnapshotLimits = DEFAULT_LIMIT
     """
     problems: list[Problem] = []
     stack: list[tuple[Any, str]] = [(value, where)]
+    longest = limits.max_string_chars
     while stack:
         item, path = stack.pop()
         if isinstance(item, str):
@@ -210,9 +213,12 @@ def walk_problems(value: Any, where: str, limits: SnapshotLimits = DEFAULT_LIMIT
             problems.append(Problem(path, f"number {item.literal} {item.rule}"))
         elif isinstance(item, dict):
             for key, child in reversed(item.items()):
-                rule = _string_problem(key, limits)
-                if rule:
-                    problems.append(Problem(path, f"key {key[:40]!r} {rule}"))
+                if not (key.isascii() and len(key) <= longest):
+                    rule = _string_problem(key, limits)
+                    if rule:
+                        problems.append(Problem(path, f"key {key[:40]!r} {rule}"))
+                if type(child) is str and child.isascii() and len(child) <= longest:
+                    continue  # the common leaf, without a trip through the stack
                 stack.append(
                     (child, f"{path}.{key}" if len(key) <= 40 else f"{path}.{key[:40]}...")
                 )
@@ -224,6 +230,6 @@ def walk_problems(value: Any, where: str, limits: SnapshotLimits = DEFAULT_LIMIT
 def _string_problem(text: str, limits: SnapshotLimits) -> str | None:
     if len(text) > limits.max_string_chars:
         return f"has {len(text)} characters; at most {limits.max_string_chars} allowed"
-    if _SURROGATE.search(text):
+    if not text.isascii() and _SURROGATE.search(text):
         return "must not contain lone surrogates"
     return None

@@ -22,7 +22,7 @@ lose every edge that way are reported as orphans.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
@@ -46,6 +46,7 @@ from cortex_agents.snapshot_limits import (
 )
 from cortex_agents.substrate.events import storable_json
 from cortex_agents.substrate.fold import fold
+from cortex_agents.substrate.log import SubstrateLog
 from cortex_agents.substrate.records import (
     EdgeRecord,
     NodeId,
@@ -459,12 +460,15 @@ def read_text(text: str, limits: SnapshotLimits) -> Reading:
         )
         return reading
     try:  # what import will do with it: fold the events (never expected to fail here)
-        fold(document_events(document))
+        events = document_events(document)
+        state = fold(events)
     except CortexError as exc:
         reading.problems.append(Problem("document", f"does not fold into a substrate: {exc}"))
         return reading
     reading.problems.sort(key=lambda p: _order(p.location))
-    reading.document = document
+    # Every value in these events passed the checks above (ids, strings, storable payloads),
+    # which are the ones an appended event gets: import writes this log as it is.
+    reading.document = replace(document, _log=SubstrateLog.of_folded(events, state))
     return reading
 
 

@@ -251,7 +251,9 @@ def import_document(
         raise InvalidArgument("document", "has no nodes: there is nothing to import", thread_id)
     if saver.get_tuple(thread_config(thread_id)) is not None:
         raise InvalidArgument("thread", "already exists; import into a new thread id", thread_id)
-    log = SubstrateLog().appended(document_events(document))  # folds: validates before writing
+    log = document._log  # a read document carries the log its reading checked and folded
+    if log is None:
+        log = SubstrateLog().appended(document_events(document))  # folds: validates first
     checkpoint = empty_checkpoint()
     version = saver.get_next_version(None, None)
     checkpoint["channel_values"] = {saver.channel: log}

@@ -90,6 +90,19 @@ class SubstrateLog(Sequence[Event]):
         self._length = len(self._buffer.events)
 
     @classmethod
+    def of_folded(cls, events: Sequence[Event], state: GraphState) -> SubstrateLog:
+        """A log of ``events`` whose fold is ``state``, both taken as given (nothing is checked).
+
+        For a caller that built the events itself, checked every value in
+        them as :meth:`appended` would, and folded them (a snapshot file's
+        reader): checking and folding again would double the cost of a large
+        import.
+        """
+        buffer = Branch(events)
+        buffer.remember(len(buffer), state)
+        return cls._view(buffer, len(buffer))
+
+    @classmethod
     def _view(cls, buffer: Branch, length: int) -> SubstrateLog:
         log = cls.__new__(cls)
         log._buffer = buffer
