@@ -55,6 +55,7 @@ __all__ = [
     "LeftOut",
     "Salvage",
     "SnapshotDocument",
+    "checked_dump",
     "dump_snapshot",
     "load_snapshot",
     "load_snapshot_forensic",
@@ -321,6 +322,31 @@ def dump_snapshot(document: SnapshotDocument) -> str:
     return json.dumps(payload, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
+def checked_dump(document: SnapshotDocument, *, limits: SnapshotLimits = DEFAULT_LIMITS) -> str:
+    """The canonical JSON text of ``document``, read back by the reader ``import`` uses.
+
+    What a run stores keeps within the bounds of a value, but a whole thread
+    can outgrow a file (more nodes or bytes than one may hold), and a
+    database written before a bound existed can hold a value over it: the
+    text is checked, so a file written from it is one ``import`` accepts.
+
+    Raises:
+        InvalidSnapshot: ``import`` would refuse the text; every problem, located.
+        CycleError: as :func:`dump_snapshot`.
+        ValueError: as :func:`dump_snapshot`.
+    """
+    text = dump_snapshot(document)
+    problems = validate_snapshot(text, limits=limits)
+    if problems:
+        raise InvalidSnapshot(problems)
+    return text
+
+
 def write_snapshot(document: SnapshotDocument, path: str | Path) -> None:
-    """Write the canonical JSON of ``document`` to ``path`` (UTF-8)."""
-    Path(path).write_text(dump_snapshot(document), encoding="utf-8")
+    """Write the canonical JSON of ``document`` to ``path`` (UTF-8), if ``import`` accepts it.
+
+    Raises:
+        InvalidSnapshot: ``import`` would refuse the file (see :func:`checked_dump`);
+            nothing is written.
+    """
+    Path(path).write_text(checked_dump(document), encoding="utf-8")

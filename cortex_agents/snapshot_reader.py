@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 
 from cortex_agents.errors import CortexError, InvalidArgument, Problem
+from cortex_agents.rewrite.budget import budget_problems
 from cortex_agents.snapshot_events import document_events, event_count
 from cortex_agents.snapshot_file import SCHEMA_VERSION, LeftOut, SnapshotDocument
 from cortex_agents.snapshot_integrity import (
@@ -214,6 +215,7 @@ class _Reader:
             problems += self.id_problems({"run_id": doc.run_id}, "")
         if doc.rewrite_budget is not None:
             self.storable(doc.rewrite_budget, "rewrite_budget", problems)
+            problems += [Problem(w, rule) for w, rule in budget_problems(doc.rewrite_budget)]
         return None if problems else doc
 
     def node(self, i: int, raw: Any, first_at: dict[str, int]) -> NodeRecord | None:

@@ -24,11 +24,13 @@ from datetime import datetime
 from typing import Any, Final, TypeVar, overload
 
 from cortex_agents.errors import InvalidArgument
+from cortex_agents.substrate.bounds import MAX_STRING_CHARS
 from cortex_agents.substrate.branch import Branch, Derived
 from cortex_agents.substrate.events import (
     EVENT_TYPES,
     Event,
     check_event,
+    check_ids,
     event_from_dict,
     event_to_dict,
     same_event,
@@ -73,7 +75,9 @@ def _as_event(item: Event | Mapping[str, Any]) -> Event:
         check_event(item)  # storable, as a dict would have been
         return item
     if isinstance(item, Mapping):
-        return event_from_dict(item)
+        event = event_from_dict(item, max_string_chars=MAX_STRING_CHARS)
+        check_ids(event)  # what check_event adds for an event object
+        return event
     raise InvalidArgument("substrate update", "items must be events or event dicts", item)
 
 
