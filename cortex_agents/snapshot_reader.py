@@ -22,6 +22,7 @@ lose every edge that way are reported as orphans.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal
 
@@ -83,11 +84,13 @@ class _Node(_Strict):
     status: NodeStatus
     captured_at: str
     completed_at: str | None = None
-    output: JsonValue = None
+    # Any JSON (the text was decoded as JSON; its values are checked by walk_problems and
+    # storable_json): validating it as JsonValue walked every output a third time.
+    output: Any = None
     tags: list[str] = []
     error: str | None = None
     attempts: Annotated[int, Field(ge=0)] | None = None
-    config: dict[str, JsonValue] = {}
+    config: dict[str, Any] = Field(default_factory=dict)  # (a `{}` default is deep-copied)
 
 
 class _Edge(_Strict):
@@ -420,11 +423,29 @@ class _Reader:
                 )
 
 
-def read_text(text: str, limits: SnapshotLimits) -> Reading:
-    """Read a snapshot file's text (see the module docstring)."""
+def read_text(text: str, limits: SnapshotLimits, *, dumped: bool = False) -> Reading:
+    """Read a snapshot file's text (see the module docstring).
+
+    ``dumped``: the text is :func:`~cortex_agents.snapshot_file.dump_snapshot`'s
+    own (an export being checked), so it holds no duplicate key, no ``NaN``
+    and no number a value could not hold: only its size is checked before it
+    is decoded (nesting and numbers are the values' own checks, below). Nor
+    is it folded at the end: it is the fold of a stored substrate, and the
+    passes before are the fold's rules (each of them, row by row); the last
+    fold stays for text from outside, and builds the log import writes.
+    """
     reader = _Reader(limits)
     reading = reader.reading
-    data, reading.problems = decode_bounded(text, limits)
+    if dumped:
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size > limits.max_bytes:
+            reading.problems.append(
+                Problem("document", f"is {size} bytes; at most {limits.max_bytes} allowed")
+            )
+            return reading
+        data = json.loads(text)
+    else:
+        data, reading.problems = decode_bounded(text, limits)
     if data is None:
         return reading
     doc = reader.top(data)
@@ -460,6 +481,10 @@ def read_text(text: str, limits: SnapshotLimits) -> Reading:
         reading.problems.append(
             Problem("document", f"imports as {events} events; at most {limits.max_events} allowed")
         )
+        return reading
+    if dumped:
+        reading.problems.sort(key=lambda p: _order(p.location))
+        reading.document = document
         return reading
     try:  # what import will do with it: fold the events (never expected to fail here)
         events = document_events(document)
