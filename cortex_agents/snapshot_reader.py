@@ -476,10 +476,10 @@ def read_text(text: str, limits: SnapshotLimits, *, dumped: bool = False) -> Rea
     if not document.nodes:
         reading.problems.append(Problem("nodes", "no node is valid: nothing to import"))
         return reading
-    events = event_count(document)
-    if events > limits.max_events:
+    count = event_count(document)
+    if count > limits.max_events:
         reading.problems.append(
-            Problem("document", f"imports as {events} events; at most {limits.max_events} allowed")
+            Problem("document", f"imports as {count} events; at most {limits.max_events} allowed")
         )
         return reading
     if dumped:

@@ -155,11 +155,9 @@ class Draft:
         edges = base.edges
         if self.removed:  # rare (admitted rewrites only): copy the surviving edges once
             edges = AppendOnly(e for e in edges if e not in self.removed)
-        added = self.added if self.added_at is None else [e for e in self.added if e is not None]
+        added = [e for e in self.added if e is not None]  # (None: added, then removed)
         if added:
-            edges = (edges if isinstance(edges, AppendOnly) else AppendOnly(edges)).appended(
-                added  # type: ignore[arg-type]  # no None left: removals were filtered out
-            )
+            edges = (edges if isinstance(edges, AppendOnly) else AppendOnly(edges)).appended(added)
         return GraphState(
             nodes=NodeTable(self.nodes.finish(), table._order.appended(self.scheduled)),
             edges=edges,
