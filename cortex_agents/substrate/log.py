@@ -150,7 +150,7 @@ class SubstrateLog(Sequence[Event]):
 
     def __reduce__(self) -> tuple[Any, tuple[list[dict[str, Any]]]]:
         """Pickle as the event dicts (a server that pickles thread state can hold a log)."""
-        return (SubstrateLog, ([event_to_dict(e) for e in self],))
+        return (_unpickled, ([event_to_dict(e) for e in self],))
 
     def since(self, seq: int) -> tuple[Event, ...]:
         """The events after the first ``seq`` ones (O(new events))."""
@@ -240,6 +240,13 @@ class SubstrateLog(Sequence[Event]):
             return False
         held = buffer.events[self._length : end]
         return all(same_event(a, b) for a, b in zip(held, new, strict=True))
+
+
+def _unpickled(items: list[dict[str, Any]]) -> SubstrateLog:
+    """A pickled log again: its events read as stored ones are (a log stored before a bound
+    existed unpickles as it was)."""
+    buffer = Branch([event_from_dict(item) for item in items])
+    return SubstrateLog._view(buffer, len(buffer))
 
 
 def append_events(
