@@ -231,3 +231,16 @@ def test_an_unknown_budget_dimension_is_refused_by_import(tmp_path):
             import_document(saver, "t", document)
         assert error.value.field == "rewrite_budget.bogus_dim"
         assert saver.get_tuple({"configurable": {"thread_id": "t"}}) is None
+
+
+def test_event_dicts_entering_a_log_keep_within_the_bounds_and_stored_ones_read_as_they_are():
+    from cortex_agents.substrate import append_events, event_from_dict, event_to_dict
+
+    log = append_events(None, [event_to_dict(NodeScheduled(node_id="a", kind="k", at=T0))])
+    big = NodeScheduled(node_id="b", kind="k", at=T0, config={"c": "z" * (MAX_STRING_CHARS + 1)})
+    long_id = NodeScheduled(node_id="b" * (MAX_ID_CHARS + 1), kind="k", at=T0)
+    for event in (big, long_id):
+        with pytest.raises(InvalidArgument):
+            append_events(log, [event_to_dict(event)])  # a node's update, as LangGraph hands it
+        assert event_from_dict(event_to_dict(event)) == event  # a stored row: read as it is
+    assert len(log) == 1
