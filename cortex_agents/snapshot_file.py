@@ -30,8 +30,8 @@ newline. Parsing then dumping a canonical file reproduces it byte for byte.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -40,6 +40,7 @@ from cortex_agents.errors import InvalidSnapshot, Problem
 from cortex_agents.memory.influence import canonical_order
 from cortex_agents.memory.snapshot import MemorySnapshot
 from cortex_agents.snapshot_limits import DEFAULT_LIMITS, BadNumber, SnapshotLimits
+from cortex_agents.substrate.log import SubstrateLog
 from cortex_agents.substrate.records import EdgeRecord, NodeId, NodeRecord, RewriteFact
 from cortex_agents.substrate.state import GraphState
 from cortex_agents.timestamps import format_timestamp
@@ -54,6 +55,7 @@ __all__ = [
     "LeftOut",
     "Salvage",
     "SnapshotDocument",
+    "checked_dump",
     "dump_snapshot",
     "load_snapshot",
     "load_snapshot_forensic",
@@ -80,6 +82,10 @@ class SnapshotDocument:
         rewrites: The rewrite history, in decision order.
         rewrite_budget: The run's rewrite budget per dimension, if the run
             set one (written to the file only then).
+        _log: The substrate the document imports as, when the reader built
+            and folded it to check the file; import writes it rather than
+            building and folding it again (the document is immutable, its
+            outputs included: change a copy, not the document).
     """
 
     run_id: str | None
@@ -88,6 +94,7 @@ class SnapshotDocument:
     edges: tuple[EdgeRecord, ...]
     rewrites: tuple[RewriteFact, ...] = ()
     rewrite_budget: Mapping[str, int] | None = None
+    _log: SubstrateLog | None = field(default=None, compare=False, repr=False)
 
     def to_memory_snapshot(self) -> MemorySnapshot:
         """The memory snapshot this file describes, referenced at ``entry_time``."""
@@ -153,7 +160,7 @@ class Salvage:
     orphans: tuple[Problem, ...] = ()
 
 
-def _read(text: str | bytes, limits: SnapshotLimits) -> Reading:
+def _read(text: str | bytes, limits: SnapshotLimits, *, dumped: bool = False) -> Reading:
     from cortex_agents.snapshot_reader import read_text
 
     if isinstance(text, bytes):
@@ -163,14 +170,18 @@ def _read(text: str | bytes, limits: SnapshotLimits) -> Reading:
             from cortex_agents.snapshot_reader import Reading
 
             return Reading(problems=[Problem(f"byte {exc.start}", "file is not UTF-8")])
-    return read_text(text, limits)
+    return read_text(text, limits, dumped=dumped)
 
 
 def validate_snapshot(
-    text: str | bytes, *, limits: SnapshotLimits = DEFAULT_LIMITS
+    text: str | bytes, *, limits: SnapshotLimits = DEFAULT_LIMITS, dumped: bool = False
 ) -> list[Problem]:
-    """Every problem of a snapshot file's text; empty exactly when strict import accepts it."""
-    return _read(text, limits).problems
+    """Every problem of a snapshot file's text; empty exactly when strict import accepts it.
+
+    ``dumped``: the text is :func:`dump_snapshot`'s (an export being checked):
+    what only a hand-written text can hold is not looked for.
+    """
+    return _read(text, limits, dumped=dumped).problems
 
 
 def parse_snapshot(
@@ -259,12 +270,13 @@ def _node_json(node: NodeRecord) -> dict[str, Any]:
         "output": node.output,
         "tags": list(node.tags),
     }
-    optional: dict[str, tuple[Any, Callable[[Any], bool]]] = {
-        "error": (node.error, lambda v: v is not None),
-        "attempts": (node.attempts, bool),
-        "config": (dict(node.config), bool),
-    }
-    out.update({key: value for key, (value, keep) in optional.items() if keep(value)})
+    # optional keys, in this order, only when set (a hot loop of a large export)
+    if node.error is not None:
+        out["error"] = node.error
+    if node.attempts:
+        out["attempts"] = node.attempts
+    if node.config:
+        out["config"] = dict(node.config)
     return out
 
 
@@ -295,15 +307,14 @@ def dump_snapshot(document: SnapshotDocument) -> str:
     relation: dict[NodeId, list[NodeId]] = {node.id: [] for node in document.nodes}
     for edge in document.edges:
         relation[edge.source].append(edge.target)
-    position = {node_id: i for i, node_id in enumerate(canonical_order(relation))}
+    order = canonical_order(relation)
+    position = {node_id: i for i, node_id in enumerate(order)}
     by_id = {node.id: node for node in document.nodes}
     payload: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "run_id": document.run_id,
         "entry_time": format_timestamp(document.entry_time),
-        "nodes": [
-            _node_json(by_id[node_id]) for node_id in sorted(position, key=position.__getitem__)
-        ],
+        "nodes": [_node_json(by_id[node_id]) for node_id in order],
         "edges": [
             {"source": e.source, "target": e.target}
             for e in sorted(document.edges, key=lambda e: (position[e.source], position[e.target]))
@@ -315,6 +326,31 @@ def dump_snapshot(document: SnapshotDocument) -> str:
     return json.dumps(payload, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
+def checked_dump(document: SnapshotDocument, *, limits: SnapshotLimits = DEFAULT_LIMITS) -> str:
+    """The canonical JSON text of ``document``, read back by the reader ``import`` uses.
+
+    What a run stores keeps within the bounds of a value, but a whole thread
+    can outgrow a file (more nodes or bytes than one may hold), and a
+    database written before a bound existed can hold a value over it: the
+    text is checked, so a file written from it is one ``import`` accepts.
+
+    Raises:
+        InvalidSnapshot: ``import`` would refuse the text; every problem, located.
+        CycleError: as :func:`dump_snapshot`.
+        ValueError: as :func:`dump_snapshot`.
+    """
+    text = dump_snapshot(document)
+    problems = validate_snapshot(text, limits=limits, dumped=True)
+    if problems:
+        raise InvalidSnapshot(problems)
+    return text
+
+
 def write_snapshot(document: SnapshotDocument, path: str | Path) -> None:
-    """Write the canonical JSON of ``document`` to ``path`` (UTF-8)."""
-    Path(path).write_text(dump_snapshot(document), encoding="utf-8")
+    """Write the canonical JSON of ``document`` to ``path`` (UTF-8), if ``import`` accepts it.
+
+    Raises:
+        InvalidSnapshot: ``import`` would refuse the file (see :func:`checked_dump`);
+            nothing is written.
+    """
+    Path(path).write_text(checked_dump(document), encoding="utf-8")

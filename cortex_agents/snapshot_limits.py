@@ -7,24 +7,35 @@ against :class:`SnapshotLimits`. ``validate``, strict ``import`` and forensic
 no file can make a reader recurse without bound, parse a 5,000-digit number,
 or expand a small file into millions of events.
 
-The bounds of a payload (a node's ``output``, a rewrite's ``proposal``, ...)
-are the substrate's own (:func:`~cortex_agents.substrate.events.storable_json`:
-64-bit integers, finite floats, no lone surrogates, at most
-:data:`~cortex_agents.substrate.events.MAX_DEPTH` levels): whatever a run can
-store, a file can carry, and the reverse.
+The bounds of a value (a node's ``output``, a rewrite's ``proposal``, an
+id, a string, tags, attempts) are the substrate's own
+(:mod:`cortex_agents.substrate.bounds`, and
+:func:`~cortex_agents.substrate.events.storable_json`: 64-bit integers, finite
+floats, no lone surrogates, at most
+:data:`~cortex_agents.substrate.events.MAX_DEPTH` levels): a run refuses what
+exceeds them where the value enters, so whatever a run stores, a file can
+carry, and the reverse. The counts and the size of a whole file (nodes,
+edges, events, bytes) bound what one file may hold; ``export`` checks its file
+with this very reader and writes nothing a later ``import`` would refuse.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any, Final
 
 from cortex_agents.errors import InvalidArgument, Problem
+from cortex_agents.substrate.bounds import (
+    MAX_ATTEMPTS,
+    MAX_ID_CHARS,
+    MAX_STRING_CHARS,
+    MAX_TAGS,
+    id_problem,
+)
 from cortex_agents.substrate.events import MAX_DEPTH
 
 __all__ = [
@@ -40,7 +51,7 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SnapshotLimits:
-    """The bounds of a snapshot file (defaults fit any run this library records).
+    """The bounds of a snapshot file (defaults: a value's are the substrate's own, see above).
 
     Attributes:
         max_bytes: Size of the file.
@@ -62,11 +73,11 @@ class SnapshotLimits:
     max_nodes: int = 100_000
     max_edges: int = 500_000
     max_rewrites: int = 10_000
-    max_attempts: int = 1_000
+    max_attempts: int = MAX_ATTEMPTS
     max_events: int = 1_000_000
-    max_id_chars: int = 256
-    max_tags: int = 256
-    max_string_chars: int = 1_000_000
+    max_id_chars: int = MAX_ID_CHARS
+    max_tags: int = MAX_TAGS
+    max_string_chars: int = MAX_STRING_CHARS
     max_number_chars: int = 100
 
 
@@ -95,20 +106,9 @@ def identifier_problem(value: Any, limits: SnapshotLimits = DEFAULT_LIMITS) -> s
 
     An id (node, kind, tag, run, thread) is a non-empty string of at most
     ``max_id_chars`` characters with no control characters and no lone
-    surrogates: it is stored as text by every backend and shown in terminals.
+    surrogates (:func:`~cortex_agents.substrate.bounds.id_problem`).
     """
-    if not isinstance(value, str):
-        return "must be a string"
-    if not value:
-        return "must not be empty"
-    if len(value) > limits.max_id_chars:
-        return f"must be at most {limits.max_id_chars} characters (got {len(value)})"
-    for ch in value:
-        category = unicodedata.category(ch)
-        if category in ("Cc", "Cs"):
-            what = "lone surrogates" if category == "Cs" else "control characters"
-            return f"must not contain {what} (found {ch!r})"
-    return None
+    return id_problem(value, limits.max_id_chars)
 
 
 def check_identifier(value: Any, field: str, limits: SnapshotLimits = DEFAULT_LIMITS) -> str:
@@ -200,6 +200,7 @@ def walk_problems(value: Any, where: str, limits: SnapshotLimits = DEFAULT_LIMIT
     """
     problems: list[Problem] = []
     stack: list[tuple[Any, str]] = [(value, where)]
+    longest = limits.max_string_chars
     while stack:
         item, path = stack.pop()
         if isinstance(item, str):
@@ -210,9 +211,12 @@ def walk_problems(value: Any, where: str, limits: SnapshotLimits = DEFAULT_LIMIT
             problems.append(Problem(path, f"number {item.literal} {item.rule}"))
         elif isinstance(item, dict):
             for key, child in reversed(item.items()):
-                rule = _string_problem(key, limits)
-                if rule:
-                    problems.append(Problem(path, f"key {key[:40]!r} {rule}"))
+                if not (key.isascii() and len(key) <= longest):
+                    rule = _string_problem(key, limits)
+                    if rule:
+                        problems.append(Problem(path, f"key {key[:40]!r} {rule}"))
+                if type(child) is str and child.isascii() and len(child) <= longest:
+                    continue  # the common leaf, without a trip through the stack
                 stack.append(
                     (child, f"{path}.{key}" if len(key) <= 40 else f"{path}.{key[:40]}...")
                 )
@@ -224,6 +228,6 @@ def walk_problems(value: Any, where: str, limits: SnapshotLimits = DEFAULT_LIMIT
 def _string_problem(text: str, limits: SnapshotLimits) -> str | None:
     if len(text) > limits.max_string_chars:
         return f"has {len(text)} characters; at most {limits.max_string_chars} allowed"
-    if _SURROGATE.search(text):
+    if not text.isascii() and _SURROGATE.search(text):
         return "must not contain lone surrogates"
     return None

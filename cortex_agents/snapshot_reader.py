@@ -22,13 +22,15 @@ lose every edge that way are reported as orphans.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 
 from cortex_agents.errors import CortexError, InvalidArgument, Problem
+from cortex_agents.rewrite.budget import budget_problems
 from cortex_agents.snapshot_events import document_events, event_count
 from cortex_agents.snapshot_file import SCHEMA_VERSION, LeftOut, SnapshotDocument
 from cortex_agents.snapshot_integrity import (
@@ -46,6 +48,7 @@ from cortex_agents.snapshot_limits import (
 )
 from cortex_agents.substrate.events import storable_json
 from cortex_agents.substrate.fold import fold
+from cortex_agents.substrate.log import SubstrateLog
 from cortex_agents.substrate.records import (
     EdgeRecord,
     NodeId,
@@ -81,11 +84,13 @@ class _Node(_Strict):
     status: NodeStatus
     captured_at: str
     completed_at: str | None = None
-    output: JsonValue = None
+    # Any JSON (the text was decoded as JSON; its values are checked by walk_problems and
+    # storable_json): validating it as JsonValue walked every output a third time.
+    output: Any = None
     tags: list[str] = []
     error: str | None = None
     attempts: Annotated[int, Field(ge=0)] | None = None
-    config: dict[str, JsonValue] = {}
+    config: dict[str, Any] = Field(default_factory=dict)  # (a `{}` default is deep-copied)
 
 
 class _Edge(_Strict):
@@ -213,6 +218,7 @@ class _Reader:
             problems += self.id_problems({"run_id": doc.run_id}, "")
         if doc.rewrite_budget is not None:
             self.storable(doc.rewrite_budget, "rewrite_budget", problems)
+            problems += [Problem(w, rule) for w, rule in budget_problems(doc.rewrite_budget)]
         return None if problems else doc
 
     def node(self, i: int, raw: Any, first_at: dict[str, int]) -> NodeRecord | None:
@@ -417,11 +423,29 @@ class _Reader:
                 )
 
 
-def read_text(text: str, limits: SnapshotLimits) -> Reading:
-    """Read a snapshot file's text (see the module docstring)."""
+def read_text(text: str, limits: SnapshotLimits, *, dumped: bool = False) -> Reading:
+    """Read a snapshot file's text (see the module docstring).
+
+    ``dumped``: the text is :func:`~cortex_agents.snapshot_file.dump_snapshot`'s
+    own (an export being checked), so it holds no duplicate key, no ``NaN``
+    and no number a value could not hold: only its size is checked before it
+    is decoded (nesting and numbers are the values' own checks, below). Nor
+    is it folded at the end: it is the fold of a stored substrate, and the
+    passes before are the fold's rules (each of them, row by row); the last
+    fold stays for text from outside, and builds the log import writes.
+    """
     reader = _Reader(limits)
     reading = reader.reading
-    data, reading.problems = decode_bounded(text, limits)
+    if dumped:
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size > limits.max_bytes:
+            reading.problems.append(
+                Problem("document", f"is {size} bytes; at most {limits.max_bytes} allowed")
+            )
+            return reading
+        data = json.loads(text)
+    else:
+        data, reading.problems = decode_bounded(text, limits)
     if data is None:
         return reading
     doc = reader.top(data)
@@ -452,19 +476,26 @@ def read_text(text: str, limits: SnapshotLimits) -> Reading:
     if not document.nodes:
         reading.problems.append(Problem("nodes", "no node is valid: nothing to import"))
         return reading
-    events = event_count(document)
-    if events > limits.max_events:
+    count = event_count(document)
+    if count > limits.max_events:
         reading.problems.append(
-            Problem("document", f"imports as {events} events; at most {limits.max_events} allowed")
+            Problem("document", f"imports as {count} events; at most {limits.max_events} allowed")
         )
         return reading
+    if dumped:
+        reading.problems.sort(key=lambda p: _order(p.location))
+        reading.document = document
+        return reading
     try:  # what import will do with it: fold the events (never expected to fail here)
-        fold(document_events(document))
+        events = document_events(document)
+        state = fold(events)
     except CortexError as exc:
         reading.problems.append(Problem("document", f"does not fold into a substrate: {exc}"))
         return reading
     reading.problems.sort(key=lambda p: _order(p.location))
-    reading.document = document
+    # Every value in these events passed the checks above (ids, strings, storable payloads),
+    # which are the ones an appended event gets: import writes this log as it is.
+    reading.document = replace(document, _log=SubstrateLog.of_folded(events, state))
     return reading
 
 

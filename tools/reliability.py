@@ -35,6 +35,13 @@ Per backend (SQLite, Postgres), with the targets of issue 14 (all zero unless sa
   ``lock_loss_late_bodies``, ``lock_loss_second_failed`` — a running writer's lock is
   taken away and a second writer let in (``tools/reliability_fencing.py``): no committed
   output replaced, the first writer exits non-zero before another stage body.
+* ``degree_over_bound``, ``degree_failures``, ``degree_superlinear`` — a star of
+  :data:`DEGREE` nodes (fan-in and fan-out) through import, validate (file and thread),
+  memory query and export, each command's CPU time against 10 s; fold work at N vs N/10;
+  ``limits_refused``, ``limits_stored_over`` — the largest output a run may store through
+  run, export, import and validate, and values just over refused at the run;
+  ``event_over_cap`` — journaled tool calls over 16,384 bytes (R3's, and calls with many
+  unknown fields): ``tools/reliability_limits.py``.
 
 The short mode (CI) runs every probe with small counts; ``--full`` runs the targets'
 counts. ``--json`` prints one JSON object on the last line. The exit status is 1
@@ -105,6 +112,7 @@ SHORT = Mode(
     r3_batch=50,
     r4_variants=64,
 )
+DEGREE = {"short": 10_000, "full": 100_000}  # nodes of the degree probe's star, per mode
 FULL = Mode("full", r1_kills=100, r1_layers=300, r2_writers=8, r2_steps=5, r3_calls=5000, r3_batch=50, r4_variants=520, lock_trials=12, lock_stages=60, lock_stage_s=0.1)  # fmt: skip
 
 
@@ -373,6 +381,7 @@ def r6(backend: str, workdir: Path) -> dict[str, str]:
 
 
 def run_backend(backend: str, mode: Mode, seed: int, workdir: Path, log: Any) -> dict[str, Any]:
+    import reliability_limits as limits
     import reliability_probes as probes
 
     out: dict[str, Any] = {}
@@ -393,6 +402,11 @@ def run_backend(backend: str, mode: Mode, seed: int, workdir: Path, log: Any) ->
         r3_result = step(
             "R3", lambda: probes.r3(db, mode.r3_calls, mode.r3_batch, random.Random(seed))
         )
+        events = step("event size", lambda: limits.events(db, probes))
+    with fresh_database(backend, workdir) as db:
+        values = step("largest value", lambda: limits.limits(db, workdir, probes.cli))
+    with fresh_database(backend, workdir) as db:
+        degree = step("degree", lambda: limits.degree(db, workdir, DEGREE[mode.name], 10.0))
     with fresh_database(backend, workdir) as db:
         r4_result = step(
             "R4",
@@ -418,6 +432,7 @@ def run_backend(backend: str, mode: Mode, seed: int, workdir: Path, log: Any) ->
     out |= {k: v for k, v in r5_result.items() if k.startswith("r5_")}
     out["r6_conformance"] = r6_result
     out |= {k: v for k, v in corrupt.items() if k.startswith("corruption_")}
+    out |= {k: v for part in (events, values, degree) for k, v in part.items() if k != "details"}
     details = {
         "r1_stages": r1_result["stages"],
         "r1_executions": r1_result["executions"],
@@ -428,6 +443,9 @@ def run_backend(backend: str, mode: Mode, seed: int, workdir: Path, log: Any) ->
         "r5_escaped": r5_result.get("escaped", []),
         "corruption_examples": corrupt.get("examples", []),
         "seconds": timings,
+        "events": events["details"],
+        "largest_value": values["details"],
+        "degree": degree["details"],
     }
     from reliability_fencing import lock_loss
 

@@ -9,6 +9,7 @@ in hand uses.
 
 from __future__ import annotations
 
+import gc
 import importlib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -159,4 +160,9 @@ def write_output(target: Path, data: str | bytes) -> None:
 
 def main() -> Any:
     """Console entry point."""
+    # A command is one short process that builds large structures (a 100k-node file is
+    # millions of objects, few of them garbage): the default collector's thresholds made
+    # a third of reading such a file rescans of live objects (measured: 9.2 s -> 6.4 s of
+    # CPU). Collect rarely instead, as mypy does; cycles are still collected.
+    gc.set_threshold(100_000, 50, 100)
     return app()

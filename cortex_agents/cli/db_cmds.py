@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 
 from cortex_agents.cli.app import app, fail_cleanly, stderr, stdout, write_output
-from cortex_agents.errors import InvalidArgument
+from cortex_agents.errors import InvalidArgument, InvalidSnapshot
 from cortex_agents.persistence import CortexSaver, is_postgres_url, open_saver, require_database
 from cortex_agents.persistence.backends import check_writable
 from cortex_agents.persistence.inspection import describe_thread, list_threads
@@ -24,7 +24,7 @@ from cortex_agents.persistence.transfer import (
     import_salvage,
     quarantined_rows,
 )
-from cortex_agents.snapshot_file import dump_snapshot, load_snapshot, load_snapshot_forensic
+from cortex_agents.snapshot_file import checked_dump, load_snapshot, load_snapshot_forensic
 from cortex_agents.snapshot_limits import check_identifier
 
 DbArgument = Annotated[str, typer.Argument(help="A SQLite file or a postgresql:// URL.")]
@@ -107,7 +107,17 @@ def export(
             document = export_as_seen_by(saver, thread, as_seen_by)
         else:
             document = export_document(saver, thread, checkpoint_id=checkpoint)
-        text = dump_snapshot(document)
+        try:
+            text = checked_dump(document)
+        except InvalidSnapshot as exc:
+            stderr.print(
+                f"error: {thread!r} does not fit a snapshot file that `import` accepts; "
+                f"nothing written ({len(exc.problems)} problems):",
+                markup=False,
+            )
+            for problem in exc.problems:
+                stderr.print(f"  {problem}", markup=False)
+            raise typer.Exit(1) from None
         write_output(output, text)
         quarantined, _ = quarantined_rows(saver, thread) if as_seen_by is None else ((), ())
     if quarantined:

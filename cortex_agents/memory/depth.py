@@ -107,6 +107,24 @@ class Depths:
                 self.set(node, new, tick)
                 pending.extend(successors(node))
 
+    def deepen(
+        self, start: int, depth: int, tick: int, successors: Callable[[int], Iterable[int]]
+    ) -> None:
+        """A new edge into ``start``: its depth becomes at least ``depth``, and what it reaches follows.
+
+        Adding an edge only ever deepens, so the new depth is a maximum of two
+        values — never a pass over every predecessor, which made a node of
+        in-degree *d* cost O(*d*) per edge (O(*d*²) to build). Each node the
+        change reaches is visited with the depth it must reach.
+        """
+        pending = deque([(start, depth)])
+        while pending:
+            node, at_least = pending.popleft()
+            if self.value.data[node] >= at_least:
+                continue
+            self.set(node, at_least, tick)
+            pending.extend((nxt, at_least + 1) for nxt in successors(node))
+
     def fork(self, n: int, length: int) -> Depths:
         """The depths of the first ``n`` nodes as of ``length`` events, for a forked index."""
         other = Depths()

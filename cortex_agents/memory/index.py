@@ -318,7 +318,7 @@ class MemoryIndex:
         _append(self.inc, v, e, self._shared_below, self._copied_inc)
         self.live_edges += 1
         if deepen and self.depths.value.data[u] >= self.depths.value.data[v]:
-            self.depths.update(v, tick, self._live_sources, self._live_targets)
+            self.depths.deepen(v, int(self.depths.value.data[u]) + 1, tick, self._live_targets)
 
     def _live_sources(self, v: int) -> list[int]:
         return [self.src[e] for e in self.inc[v] if e not in self.removed]
@@ -327,8 +327,11 @@ class MemoryIndex:
         return [self.dst[e] for e in self.out[u] if e not in self.removed]
 
     def _unlink(self, u: int, v: int, tick: int) -> None:
-        for e in reversed(self.out[u]):
-            if self.dst[e] == v and e not in self.removed:
+        # the shorter of the two lists holding the edge: removing every edge of a node of
+        # degree d (a rewrite reattaching a fan-out) must not cost O(d) each
+        out, inc = self.out[u], self.inc[v]
+        for e in reversed(out if len(out) <= len(inc) else inc):
+            if self.src[e] == u and self.dst[e] == v and e not in self.removed:
                 self.removed[e] = tick
                 self.removed_tick.data[e] = tick
                 self.removal_ticks.append(tick)

@@ -140,6 +140,21 @@ class Transaction(ABC):
     def insert_node(self, branch: int, seq: int, node_id: str) -> None:
         """Insert the node row backed by event ``(branch, seq)``."""
 
+    def insert_nodes(self, branch: int, rows: Sequence[tuple[int, str]]) -> None:
+        """Insert the node rows ``(seq, node_id)`` of one append (a backend may batch them)."""
+        for seq, node_id in rows:
+            self.insert_node(branch, seq, node_id)
+
+    def insert_edges(
+        self,
+        branch: int,
+        rows: Sequence[tuple[int, str, str]],
+        lineage: Sequence[tuple[int, int | None]],
+    ) -> None:
+        """Insert the edge rows ``(seq, source, target)`` of one append (see :meth:`insert_edge`)."""
+        for seq, source, target in rows:
+            self.insert_edge(branch, seq, source, target, lineage)
+
     @abstractmethod
     def insert_edge(
         self,
@@ -316,11 +331,21 @@ class SubstrateStore(ABC):
             visible = [(seg.branch, nxt.base) for seg, nxt in itertools.pairwise(chain)] + [
                 (branch, None)
             ]
-            for i, event in enumerate(events, 1):
-                if isinstance(event, NodeScheduled):
-                    tx.insert_node(branch, start + i, event.node_id)
-                elif isinstance(event, EdgeAdded):
-                    tx.insert_edge(branch, start + i, event.source, event.target, visible)
+            # in two batches, nodes first: an edge only names nodes scheduled before it
+            tx.insert_nodes(
+                branch,
+                [
+                    (start + i, e.node_id)
+                    for i, e in enumerate(events, 1)
+                    if type(e) is NodeScheduled
+                ],
+            )
+            edges = [
+                (start + i, e.source, e.target)
+                for i, e in enumerate(events, 1)
+                if type(e) is EdgeAdded
+            ]
+            tx.insert_edges(branch, edges, visible)
         return branch, False
 
     def read(self, thread_id: str, checkpoint_ns: str, cursor: Cursor) -> SubstrateLog:

@@ -38,6 +38,7 @@ from cortex_agents.errors import InvalidArgument, Problem, UnknownNode
 from cortex_agents.memory.snapshot import MemorySnapshot
 from cortex_agents.persistence.saver import CortexSaver
 from cortex_agents.persistence.thread_ops import one_transaction
+from cortex_agents.rewrite.budget import budget_problems
 from cortex_agents.snapshot_events import document_events
 from cortex_agents.snapshot_file import LeftOut, Salvage, SnapshotDocument
 from cortex_agents.snapshot_limits import check_identifier
@@ -249,9 +250,14 @@ def import_document(
     check_identifier(thread_id, "thread")
     if not document.nodes:
         raise InvalidArgument("document", "has no nodes: there is nothing to import", thread_id)
+    if document.rewrite_budget is not None:
+        for where, rule in budget_problems(document.rewrite_budget):
+            raise InvalidArgument(where, rule, dict(document.rewrite_budget))
     if saver.get_tuple(thread_config(thread_id)) is not None:
         raise InvalidArgument("thread", "already exists; import into a new thread id", thread_id)
-    log = SubstrateLog().appended(document_events(document))  # folds: validates before writing
+    log = document._log  # a read document carries the log its reading checked and folded
+    if log is None:
+        log = SubstrateLog().appended(document_events(document))  # folds: validates first
     checkpoint = empty_checkpoint()
     version = saver.get_next_version(None, None)
     checkpoint["channel_values"] = {saver.channel: log}

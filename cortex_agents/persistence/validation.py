@@ -124,7 +124,7 @@ def validate_thread(saver: CortexSaver, thread_id: str) -> ThreadReport:
             raise
         problems.append(Problem("substrate", f"cannot be read: {storage_error(exc)}"))
         return ThreadReport(thread_id, None, None, tuple(problems))
-    problems += validate_snapshot(text)
+    problems += validate_snapshot(text, dumped=True)
     quarantined, orphans = quarantined_rows(saver, thread_id)
     return ThreadReport(
         thread_id,

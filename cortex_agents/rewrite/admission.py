@@ -34,6 +34,7 @@ from cortex_agents.rewrite.algebra import RewriteDiff, global_id, plan_diff
 from cortex_agents.rewrite.budget import exceeded, local_shape, remaining, subtract
 from cortex_agents.rewrite.policy import RewritePolicy
 from cortex_agents.rewrite.spec import ProposalInvalid, RewriteProposal, parse_proposal
+from cortex_agents.substrate.bounds import MAX_ID_CHARS
 from cortex_agents.substrate.records import NodeId, RejectionCode, RewriteFact
 from cortex_agents.substrate.state import GraphState
 
@@ -132,6 +133,13 @@ def _check_topology(state: GraphState, proposal: RewriteProposal) -> None:
         )
     local = [n.id for n in spec.nodes]
     for n in local:
+        if len(global_id(anchor, n)) > MAX_ID_CHARS:  # the anchor's id grows with each nesting
+            raise Rejection(
+                "invalid_rewrite",
+                "topology.ids",
+                f"node id {global_id(anchor, n)[:60]!r}... would have "
+                f"{len(global_id(anchor, n))} characters; a node id holds at most {MAX_ID_CHARS}",
+            )
         if global_id(anchor, n) in state.nodes:
             raise Rejection(
                 "invalid_rewrite",

@@ -20,9 +20,18 @@ rewrites cost; admission takes all of a cost or none of it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import Any, Final
 
-__all__ = ["DEFAULT_BUDGET", "DIMENSIONS", "exceeded", "local_shape", "remaining", "subtract"]
+__all__ = [
+    "DEFAULT_BUDGET",
+    "DIMENSIONS",
+    "budget_problems",
+    "exceeded",
+    "local_shape",
+    "remaining",
+    "subtract",
+    "unknown_dimension_rule",
+]
 
 DIMENSIONS: Final = ("nodes", "edges", "depth", "breadth", "operations")
 DEFAULT_BUDGET: Final[Mapping[str, int]] = {
@@ -32,6 +41,30 @@ DEFAULT_BUDGET: Final[Mapping[str, int]] = {
     "breadth": 4,
     "operations": 4,
 }
+
+
+def unknown_dimension_rule() -> str:
+    """The rule an unknown budget dimension breaks (one wording at every door)."""
+    return f"is not a rewrite budget dimension; the dimensions are {', '.join(DIMENSIONS)}"
+
+
+def budget_problems(budget: Any, where: str = "rewrite_budget") -> list[tuple[str, str]]:
+    """``(location, rule)`` of everything wrong with a granted budget, as it enters a run or a file.
+
+    A budget maps some of the five :data:`DIMENSIONS` to integers >= 0; an
+    unknown dimension would be carried along and then make every proposal of
+    the run fail admission, so it is refused where it enters.
+    """
+    if not isinstance(budget, Mapping):
+        return [(where, "must map budget dimensions to integers >= 0")]
+    problems = []
+    for dimension, amount in budget.items():
+        if dimension not in DIMENSIONS:
+            shown = dimension if isinstance(dimension, str) and len(dimension) <= 40 else "..."
+            problems.append((f"{where}.{shown}", unknown_dimension_rule()))
+        elif isinstance(amount, bool) or not isinstance(amount, int) or amount < 0:
+            problems.append((f"{where}.{dimension}", f"must be an integer >= 0 (got {amount!r})"))
+    return problems
 
 
 def remaining(granted: Mapping[str, int], spent: Mapping[str, int]) -> dict[str, int]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from cortex_agents.runtime.wire import Wire
+from cortex_agents.substrate.bounds import MAX_ATTEMPTS
 from cortex_agents.substrate.events import (
     EdgeAdded,
     EdgeRemoved,
@@ -88,8 +89,8 @@ def is_ready(state: GraphState, node_id: NodeId, *, retry: bool) -> bool:
     """Whether a node may run now: pending (or failed, when retrying), every predecessor completed."""
     node = state.nodes[node_id]
     allowed = ("pending", "failed") if retry else ("pending",)
-    if node.status not in allowed:
-        return False
+    if node.status not in allowed or node.attempts >= MAX_ATTEMPTS:
+        return False  # (a stage started MAX_ATTEMPTS times stays failed: the bound of attempts)
     return all(state.nodes[pred].status == "completed" for pred in state.predecessors(node_id))
 
 

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from cortex_agents.errors import (
     CycleError,
+    InvalidArgument,
     InvalidWire,
     Problem,
     ScorerUnavailable,
@@ -41,9 +42,11 @@ from cortex_agents.memory.embedding import EmbeddingCache
 from cortex_agents.memory.influence import canonical_order
 from cortex_agents.memory.presets import BUILTIN_PRESETS, PresetRegistry
 from cortex_agents.memory.strategy import Classic, MemoryStrategy, Topological
-from cortex_agents.rewrite.budget import DEFAULT_BUDGET, DIMENSIONS
+from cortex_agents.rewrite.budget import DEFAULT_BUDGET, DIMENSIONS, unknown_dimension_rule
 from cortex_agents.rewrite.policy import RewritePolicy
 from cortex_agents.scratch.connector import connector_problems
+from cortex_agents.substrate.bounds import MAX_ID_CHARS, MAX_TAGS, id_problem
+from cortex_agents.substrate.events import storable_json
 from cortex_agents.substrate.records import NodeId
 
 if TYPE_CHECKING:
@@ -239,6 +242,10 @@ def _problems(wire: Wire) -> list[Problem]:
                     f"kinds[{name!r}]", f"must match `{ID_PATTERN.pattern}` and not be reserved"
                 )
             )
+        elif len(name) > MAX_ID_CHARS:
+            problems.append(
+                Problem(f"kinds[{name[:40]!r}...]", f"must be at most {MAX_ID_CHARS} characters")
+            )
         elif not isinstance(kind, StageKind) or not callable(kind.fn):
             problems.append(Problem(f"kinds[{name!r}]", "must be a StageKind with a callable `fn`"))
     if not wire.stages:
@@ -249,6 +256,13 @@ def _problems(wire: Wire) -> list[Problem]:
         if not isinstance(stage.id, str) or not ID_PATTERN.fullmatch(stage.id):
             problems.append(
                 Problem(f"{where}.id", f"must match `{ID_PATTERN.pattern}` (got {stage.id!r})")
+            )
+        elif len(stage.id) > MAX_ID_CHARS:
+            problems.append(
+                Problem(
+                    f"{where}.id",
+                    f"must be at most {MAX_ID_CHARS} characters (got {len(stage.id)})",
+                )
             )
         elif stage.id in seen:
             problems.append(
@@ -267,6 +281,7 @@ def _problems(wire: Wire) -> list[Problem]:
                 )
             )
         problems += _strategy_problems(stage.memory, f"{where}.memory", wire)
+        problems += _stored_problems(stage, where)
         if isinstance(stage.config, Mapping):
             settings = stage.config.get("scratch_connector")
             problems += connector_problems(settings, f"{where}.config.scratch_connector")
@@ -307,11 +322,31 @@ def _problems(wire: Wire) -> list[Problem]:
         problems.append(
             Problem("on_failure", f"must be 'stop' or 'continue' (got {wire.on_failure!r})")
         )
+    if not isinstance(wire.budget, RewriteBudget):
+        problems.append(Problem("budget", "must be a RewriteBudget (see WireBuilder.budget)"))
+        return problems
     for dimension, amount in wire.budget.as_dict().items():
         if isinstance(amount, bool) or not isinstance(amount, int) or amount < 0:
             problems.append(
                 Problem(f"budget.{dimension}", f"must be an integer >= 0 (got {amount!r})")
             )
+    return problems
+
+
+def _stored_problems(stage: StageSpec, where: str) -> list[Problem]:
+    """What of a stage its node would store but a run refuses (the bounds of a stored value)."""
+    problems: list[Problem] = []
+    tags = stage.tags
+    if len(tags) > MAX_TAGS:
+        problems.append(Problem(f"{where}.tags", f"must hold at most {MAX_TAGS} tags"))
+    for j, tag in enumerate(tags):
+        rule = id_problem(tag)
+        if rule is not None:
+            problems.append(Problem(f"{where}.tags[{j}]", rule))
+    try:
+        storable_json(stage.config, f"{where}.config")
+    except InvalidArgument as exc:
+        problems.append(Problem(exc.field, exc.rule))
     return problems
 
 
@@ -426,7 +461,14 @@ class WireBuilder:
         return self
 
     def budget(self, **dimensions: int) -> WireBuilder:
-        """Set rewrite budget dimensions (nodes, edges, depth, breadth, operations)."""
+        """Set rewrite budget dimensions (nodes, edges, depth, breadth, operations).
+
+        Raises:
+            InvalidWire: a dimension that is not one of the five, located (``budget.bogus``).
+        """
+        unknown = [d for d in dimensions if d not in DIMENSIONS]
+        if unknown:
+            raise InvalidWire([Problem(f"budget.{d}", unknown_dimension_rule()) for d in unknown])
         self._budget = RewriteBudget(**{**self._budget.as_dict(), **dimensions})
         return self
 

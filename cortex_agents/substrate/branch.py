@@ -16,11 +16,15 @@ under one lock and one bound each:
   recently used first out), so a longer view folds only what it adds;
 * **derived structures** (:class:`Derived`): anything else a consumer wants
   kept incrementally per branch, e.g. the memory index
-  (:mod:`cortex_agents.memory.index`). Each is extended by the events it has
-  not seen, up to the length asked for, and answers for any prefix it has
-  seen — binding a snapshot costs O(new events). A structure that can copy
-  itself as of a prefix (``fork(length)``) is carried over to a branch forked
-  from this one, so a fork does not re-read the events it shares.
+  (:mod:`cortex_agents.memory.index`) or what a graph-bound tool links after
+  (one per stage kind). Each is extended by the events it has not seen, up
+  to the length asked for, and answers for any prefix it has seen — binding
+  a snapshot costs O(new events). At most :data:`MAX_DERIVED` are kept, least
+  recently used first out: an evicted one is built again from the events when
+  next asked for (correct, only slower), so no number of keys a workflow
+  uses is an error. A structure that can copy itself as of a prefix
+  (``fork(length)``) is carried over to a branch forked from this one, so a
+  fork does not re-read the events it shares.
 
 Digests and times are computed lazily, on first use, for the events not yet
 covered: a branch nobody asks for a hash pays nothing.
@@ -56,8 +60,8 @@ DIGEST_SIZE: Final = 16
 EMPTY_DIGEST: Final = bytes(DIGEST_SIZE)
 STATE_CACHE: Final = 4
 """Materialized states kept per branch (the empty state is free and not counted)."""
-MAX_DERIVED: Final = 8
-"""Derived structures one branch may hold (they live as long as the branch)."""
+MAX_DERIVED: Final = 16
+"""Derived structures one branch keeps (least recently used evicted first; rebuilt when asked for)."""
 
 T = TypeVar("T", covariant=True)
 
@@ -128,7 +132,7 @@ class Branch:
         self._digests = bytearray()
         self._latest: list[datetime] = []
         self._states: OrderedDict[int, GraphState] = OrderedDict()
-        self._derived: dict[Hashable, Derived[Any]] = {}
+        self._derived: OrderedDict[Hashable, Derived[Any]] = OrderedDict()
         self._source: tuple[int, tuple[object, ...]] | None = None
 
     def __len__(self) -> int:
@@ -252,21 +256,23 @@ class Branch:
     def derived(self, key: Hashable, factory: Callable[[], Derived[T]], length: int) -> T:
         """The structure registered under ``key``, as of the first ``length`` events.
 
-        Created by ``factory`` on first use, then extended by the events it
-        has not taken in yet (up to ``length``), under the branch's lock.
+        Created by ``factory`` on first use (or again, after it was evicted),
+        then extended by the events it has not taken in yet (up to
+        ``length``), under the branch's lock. Past :data:`MAX_DERIVED`
+        structures, the least recently used one is evicted.
 
         Raises:
-            InvalidArgument: more than :data:`MAX_DERIVED` structures on one branch.
+            InvalidArgument: the structure did not take in the events it was given.
         """
         with self.lock:
             structure = self._derived.get(key)
             if structure is None:
-                if len(self._derived) >= MAX_DERIVED:
-                    raise InvalidArgument(
-                        "key", f"would be derived structure #{MAX_DERIVED + 1} on one branch", key
-                    )
                 structure = factory()
                 self._derived[key] = structure
+                while len(self._derived) > MAX_DERIVED:
+                    self._derived.popitem(last=False)  # views of it stay valid: they hold it
+            else:
+                self._derived.move_to_end(key)
             if structure.length < length:
                 structure.extend(self.events[structure.length : length], self.state(length))
                 if structure.length != length:

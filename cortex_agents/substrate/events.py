@@ -13,6 +13,13 @@ booleans and ``None``, nested at most :data:`MAX_DEPTH` levels. Anything else
 is refused with :class:`~cortex_agents.errors.InvalidArgument` naming the
 field, before it reaches a channel or a table. The walk is iterative, so a
 hostile value cannot exhaust the interpreter's stack.
+
+An event *entering* a substrate (:func:`check_event`, an appended event dict,
+a stage's output through :func:`storable_json`) must also keep within
+:mod:`~cortex_agents.substrate.bounds` — strings of at most
+:data:`~cortex_agents.substrate.bounds.MAX_STRING_CHARS` characters, ids and
+tags within theirs — so a snapshot file can carry whatever a run stored.
+Reading stored events does not apply those, so older databases stay readable.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from cortex_agents.errors import InvalidArgument
+from cortex_agents.substrate.bounds import MAX_ID_CHARS, MAX_STRING_CHARS, MAX_TAGS, id_problem
 from cortex_agents.substrate.records import NodeId, RewriteFact
 from cortex_agents.timestamps import format_timestamp, parse_timestamp
 
@@ -45,6 +53,7 @@ __all__ = [
     "StageStarted",
     "ToolCallMade",
     "check_event",
+    "check_ids",
     "event_from_dict",
     "event_to_dict",
     "same_event",
@@ -250,11 +259,12 @@ _SLOTS: Final = {cls: frozenset(cls.__slots__) for cls in _TYPE_NAMES}
 _CONVERTED: Final = frozenset({"at", "tags", "fact"})  # event_from_dict converts these itself
 
 
-def event_to_dict(event: Event) -> dict[str, Any]:
+def event_to_dict(event: Event, *, max_string_chars: int | None = None) -> dict[str, Any]:
     """The JSON form of an event: ``{"type": ..., <fields>}`` with ISO timestamps.
 
     Empty ``config`` and ``tags`` and a ``None`` ``frontier`` are left out
-    (they are the defaults).
+    (they are the defaults). ``max_string_chars``: refuse longer strings
+    (and keys) too (``None``: any length, as stored events are read).
 
     Raises:
         InvalidArgument: ``event`` is not a substrate event, or a field holds a
@@ -269,26 +279,33 @@ def event_to_dict(event: Event) -> dict[str, Any]:
     for slot, how, label in slots:
         value = getattr(event, slot)
         if how == "plain":
-            out[slot] = value if type(value) is str and value.isascii() else _plain(value, label)
+            out[slot] = (
+                value
+                if type(value) is str and value.isascii() and max_string_chars is None
+                else _plain(value, label, max_string_chars)
+            )
         elif how == "at":
             out[slot] = format_timestamp(value)
         elif how == "if_any":
             if value:
-                out[slot] = _plain(value, label)
+                out[slot] = _plain(value, label, max_string_chars)
         elif how == "if_set":
             if value is not None:
-                out[slot] = _plain(value, label)
+                out[slot] = _plain(value, label, max_string_chars)
         else:  # a rewrite fact
             out[slot] = {
-                f: _plain(getattr(value, f), f"{name}.fact.{f}")
+                f: _plain(getattr(value, f), f"{name}.fact.{f}", max_string_chars)
                 for f in _FACT_FIELDS
                 if f not in _FACT_OPTIONAL or getattr(value, f) is not None
             }
     return out
 
 
-def event_from_dict(data: Mapping[str, Any]) -> Event:
+def event_from_dict(data: Mapping[str, Any], *, max_string_chars: int | None = None) -> Event:
     """Rebuild an event from :func:`event_to_dict`'s form.
+
+    ``max_string_chars``: refuse longer strings (and keys) too (``None``: any
+    length, as stored events are read).
 
     Raises:
         InvalidArgument: unknown ``type``, missing or unexpected fields, or a
@@ -310,24 +327,27 @@ def event_from_dict(data: Mapping[str, Any]) -> Event:
             f"is not a field of `{name}` events",
             _brief(fields[unknown[0]]),
         )
+    longest = max_string_chars
     for slot, value in fields.items():
-        if slot in _CONVERTED or (type(value) is str and value.isascii()):
+        if slot in _CONVERTED or (
+            type(value) is str and value.isascii() and (longest is None or len(value) <= longest)
+        ):
             continue  # checked below, or a plain string (ids, kinds, text)
-        _plain(value, f"{name}.{slot}")
+        _plain(value, f"{name}.{slot}", longest)
     if "at" in fields:
         fields["at"] = parse_timestamp(fields["at"], "at")
     if "tags" in fields:
         tags = fields["tags"]
         if not isinstance(tags, list | tuple) or not all(isinstance(t, str) for t in tags):
             raise InvalidArgument(f"{name}.tags", "must be a list of strings", _brief(tags))
-        fields["tags"] = tuple(_plain(tags, f"{name}.tags"))
+        fields["tags"] = tuple(_plain(tags, f"{name}.tags", longest))
     if "fact" in fields:
         fact = fields["fact"]
         if not isinstance(fact, Mapping) or set(fact) - set(_FACT_FIELDS):
             raise InvalidArgument(
                 "fact", f"must be a rewrite fact with fields {list(_FACT_FIELDS)}", _brief(fact)
             )
-        _plain(fact, f"{name}.fact")
+        _plain(fact, f"{name}.fact", longest)
         try:
             fields["fact"] = RewriteFact(**fact)
         except TypeError as exc:
@@ -338,14 +358,18 @@ def event_from_dict(data: Mapping[str, Any]) -> Event:
         raise InvalidArgument(name, f"has missing fields: {exc}", data) from None
 
 
-def storable_json(value: Any, field: str) -> Any:
+def storable_json(value: Any, field: str, *, max_string_chars: int = MAX_STRING_CHARS) -> Any:
     """``value`` as plain JSON every backend stores exactly (a new value; see the module docstring).
 
+    Strings (and keys) hold at most ``max_string_chars`` characters (by
+    default the bound of a stored value).
+
     Raises:
-        InvalidArgument: the value holds something no backend can store; the
-            error names ``field`` and the rule.
+        InvalidArgument: the value holds something no backend can store, or
+            that a snapshot file could not carry; the error names ``field``
+            and the rule.
     """
-    return _plain(value, field)
+    return _plain(value, field, max_string_chars)
 
 
 def same_event(a: Event, b: Event) -> bool:
@@ -387,12 +411,53 @@ def _same_json(x: Any, y: Any) -> bool:
 
 
 def check_event(event: Event) -> None:
-    """Check that every field of an event object can be stored (what :func:`event_to_dict` checks).
+    """Check that an event may enter a substrate: every field storable (what
+    :func:`event_to_dict` checks), strings within
+    :data:`~cortex_agents.substrate.bounds.MAX_STRING_CHARS`, ids and tags
+    within theirs (:func:`check_ids`).
 
     Raises:
-        InvalidArgument: as :func:`event_to_dict`.
+        InvalidArgument: as :func:`event_to_dict`, or :func:`check_ids`.
     """
-    event_to_dict(event)
+    event_to_dict(event, max_string_chars=MAX_STRING_CHARS)
+    check_ids(event)
+
+
+_ID_SLOTS: Final = ("node_id", "source", "target", "kind")
+
+
+def check_ids(event: Event) -> None:
+    """Check an event's ids (``node_id``, ``source``, ``target``, ``kind``) and its tags.
+
+    Each must be an id a snapshot file can carry
+    (:func:`~cortex_agents.substrate.bounds.id_problem`); a node holds at most
+    :data:`~cortex_agents.substrate.bounds.MAX_TAGS` tags.
+
+    Raises:
+        InvalidArgument: naming the field, e.g. ``node_scheduled.node_id``.
+    """
+    name = _TYPE_NAMES.get(type(event), "event")
+    for slot in _ID_SLOTS:
+        value = getattr(event, slot, None)
+        if value is None:
+            continue
+        if (
+            type(value) is str
+            and value.isascii()
+            and value.isprintable()
+            and (0 < len(value) <= MAX_ID_CHARS)
+        ):
+            continue  # the common id
+        rule = id_problem(value)
+        if rule is not None:
+            raise InvalidArgument(f"{name}.{slot}", rule, _brief(value))
+    tags = getattr(event, "tags", ())
+    if len(tags) > MAX_TAGS:
+        raise InvalidArgument(f"{name}.tags", f"must hold at most {MAX_TAGS} tags", _brief(tags))
+    for tag in tags:
+        rule = id_problem(tag)
+        if rule is not None:
+            raise InvalidArgument(f"{name}.tags", rule, _brief(tag))
 
 
 def _brief(value: Any) -> str:
@@ -441,17 +506,22 @@ def _kind(item: Any, field: str) -> str:
     )
 
 
-def _plain(value: Any, field: str) -> Any:
+def _plain(value: Any, field: str, longest: int | None = None) -> Any:
     """``value`` as plain JSON (mappings to dicts, tuples to lists), checked storable.
 
     Iterative, so its cost is bounded by the value's size and never by the
-    interpreter's recursion limit.
+    interpreter's recursion limit. ``longest``: the most characters a string
+    or key may hold (``None``: any).
 
     Raises:
         InvalidArgument: the value holds something no backend can store.
     """
     kind = type(value)
-    if kind is str and (value.isascii() or _SURROGATE.search(value) is None):
+    if (
+        kind is str
+        and (value.isascii() or _SURROGATE.search(value) is None)
+        and (longest is None or len(value) <= longest)
+    ):
         return value  # the common scalars, without the walk
     if value is None or kind is bool or (kind is int and _INT_MIN <= value <= _INT_MAX):
         return value
@@ -463,6 +533,8 @@ def _plain(value: Any, field: str) -> Any:
         if how == "str":
             if not item.isascii() and _SURROGATE.search(item):
                 raise InvalidArgument(field, "must not contain lone surrogates", _brief(item))
+            if longest is not None and len(item) > longest:
+                raise InvalidArgument(field, _too_long(item, longest), _brief(item))
         elif how == "int":
             if not _INT_MIN <= item <= _INT_MAX:
                 raise InvalidArgument(field, "must hold integers that fit in 64 bits", _brief(item))
@@ -484,7 +556,13 @@ def _plain(value: Any, field: str) -> Any:
                         raise InvalidArgument(
                             field, "must not contain lone surrogates", _brief(key)
                         )
-                    if type(child) is str and child.isascii():
+                    if longest is not None and len(key) > longest:
+                        raise InvalidArgument(field, _too_long(key, longest), _brief(key))
+                    if (
+                        type(child) is str
+                        and child.isascii()
+                        and (longest is None or len(child) <= longest)
+                    ):
                         out[key] = child  # the common leaf, without a trip through the stack
                     else:
                         out[key] = None
@@ -495,3 +573,10 @@ def _plain(value: Any, field: str) -> Any:
             item = out
         parent[slot] = item
     return holder[0]
+
+
+def _too_long(text: str, longest: int) -> str:
+    return (
+        f"must hold strings of at most {longest} characters (got {len(text)}): "
+        "the bound of a stored value, which a snapshot file carries too"
+    )

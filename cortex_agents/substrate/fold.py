@@ -8,21 +8,24 @@ state. A handler checks its event against the draft and raises
 so a rejected batch changes nothing. Each handler is a plain function of
 ``(draft, event, index)`` and can be tested alone.
 
-Cost: O(events × log nodes) per batch, whatever the size of the state —
-except the rare batch that removes edges (an admitted rewrite), which copies
-the surviving edge list once.
+Cost: O(events × log nodes) per batch, whatever the size of the state or
+the degree of a node (:mod:`~cortex_agents.substrate.adjacency`: appending a
+link, asking for one and removing one are O(1) amortised) — except the rare
+batch that removes edges (an admitted rewrite), which copies the surviving
+edge list once, and each removing node's links once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final
 
 from immutables import MapMutation
 
 from cortex_agents.errors import InvalidEvent
+from cortex_agents.substrate.adjacency import DraftLinks
 from cortex_agents.substrate.events import (
     EdgeAdded,
     EdgeRemoved,
@@ -58,31 +61,36 @@ class Draft:
         base: The state the batch started from (never modified).
         nodes: Node records by id (a persistent map in mutation mode).
         scheduled: Node ids scheduled by this batch, in order.
-        preds: Predecessors by node id, in edge order (mutation mode).
-        succs: Successors by node id, in edge order (mutation mode).
-        added: Edges added by this batch and still present, in order.
+        preds: Predecessors by node id, in edge order.
+        succs: Successors by node id, in edge order.
+        added: Edges added by this batch, in order (``None`` where one was removed again).
         removed: Edges of ``base`` this batch removed (re-adding one appends it anew).
         rewrites: Rewrite decisions made by this batch, in order.
         keys: Idempotency keys of every decision so far (mutation mode).
+        admitted: Every admitted decision by ``rewrite_id`` (mutation mode).
         last_id: The highest admitted ``rewrite_id`` so far.
         watermark: The highest applied ``rewrite_id`` so far.
         budget: The run's rewrite budget, once set.
         seq: Events folded so far (the index of the next event).
+        added_at: Position of each edge in ``added``, built by the batch's
+            first removal (then kept up to date): removing is O(1) after it.
     """
 
     base: GraphState
     nodes: MapMutation[NodeId, NodeRecord]
     scheduled: list[NodeId]
-    preds: MapMutation[NodeId, tuple[NodeId, ...]]
-    succs: MapMutation[NodeId, tuple[NodeId, ...]]
-    added: list[EdgeRecord]
+    preds: DraftLinks
+    succs: DraftLinks
+    added: list[EdgeRecord | None]
     removed: set[EdgeRecord]
     rewrites: list[RewriteFact]
     keys: MapMutation[str, None]
+    admitted: MapMutation[int, RewriteFact]
     last_id: int
     watermark: int
     budget: Mapping[str, int] | None
     seq: int
+    added_at: dict[EdgeRecord, int] | None = None
 
     @classmethod
     def of(cls, state: GraphState) -> Draft:
@@ -92,12 +100,13 @@ class Draft:
             base=state,
             nodes=table._map.mutate(),
             scheduled=[],
-            preds=state._preds.mutate(),
-            succs=state._succs.mutate(),
+            preds=DraftLinks(state._preds),
+            succs=DraftLinks(state._succs),
             added=[],
             removed=set(),
             rewrites=[],
             keys=state._keys.mutate(),
+            admitted=state._admitted.mutate(),
             last_id=state._last_id,
             watermark=state.watermark,
             budget=state.budget,
@@ -113,14 +122,31 @@ class Draft:
 
     def has_edge(self, source: NodeId, target: NodeId) -> bool:
         """Whether the edge is in the graph now."""
-        return target in self.succs.get(source, ())
+        return self.succs.has(source, target)
+
+    def add_edge(self, edge: EdgeRecord) -> None:
+        """Put ``edge`` in the graph (the caller checked that it may be)."""
+        if self.added_at is not None:
+            self.added_at[edge] = len(self.added)
+        self.added.append(edge)
+        self.succs.add(edge.source, edge.target)
+        self.preds.add(edge.target, edge.source)
+
+    def drop_edge(self, edge: EdgeRecord) -> None:
+        """Take ``edge`` out of the graph (the caller checked that it is there)."""
+        if self.added_at is None:  # once per batch that removes: O(batch), then O(1) each
+            self.added_at = {e: i for i, e in enumerate(self.added) if e is not None}
+        position = self.added_at.pop(edge, None)
+        if position is None:
+            self.removed.add(edge)
+        else:
+            self.added[position] = None
+        self.succs.drop(edge.source, edge.target)
+        self.preds.drop(edge.target, edge.source)
 
     def fact(self, rewrite_id: int) -> RewriteFact:
         """The admitted decision with this id (it exists: ids are dense up to ``last_id``)."""
-        for fact in (*self.base.rewrites, *self.rewrites):
-            if fact.rewrite_id == rewrite_id:
-                return fact
-        raise KeyError(rewrite_id)  # pragma: no cover  (guarded by the callers)
+        return self.admitted[rewrite_id]
 
     def finish(self) -> GraphState:
         """The state this draft describes."""
@@ -129,10 +155,9 @@ class Draft:
         edges = base.edges
         if self.removed:  # rare (admitted rewrites only): copy the surviving edges once
             edges = AppendOnly(e for e in edges if e not in self.removed)
-        if self.added:
-            edges = (edges if isinstance(edges, AppendOnly) else AppendOnly(edges)).appended(
-                self.added
-            )
+        added = [e for e in self.added if e is not None]  # (None: added, then removed)
+        if added:
+            edges = (edges if isinstance(edges, AppendOnly) else AppendOnly(edges)).appended(added)
         return GraphState(
             nodes=NodeTable(self.nodes.finish(), table._order.appended(self.scheduled)),
             edges=edges,
@@ -143,6 +168,7 @@ class Draft:
             _preds=self.preds.finish(),
             _succs=self.succs.finish(),
             _keys=self.keys.finish(),
+            _admitted=self.admitted.finish(),
             _last_id=self.last_id,
         )
 
@@ -183,9 +209,7 @@ def edge_added(draft: Draft, event: EdgeAdded, index: int) -> None:
             raise InvalidEvent(index, f"edge {source!r} -> {target!r}: {end!r} is retired")
     # An edge of the base state removed earlier in this batch stays in `removed`: the
     # re-added one goes to the end, exactly as folding event by event puts it.
-    draft.added.append(EdgeRecord(source, target))
-    draft.succs[source] = (*draft.succs.get(source, ()), target)
-    draft.preds[target] = (*draft.preds.get(target, ()), source)
+    draft.add_edge(EdgeRecord(source, target))
 
 
 def edge_removed(draft: Draft, event: EdgeRemoved, index: int) -> None:
@@ -200,13 +224,7 @@ def edge_removed(draft: Draft, event: EdgeRemoved, index: int) -> None:
             f"edge {source!r} -> {target!r}: {target!r} is {status}; "
             "only edges into pending work can be removed",
         )
-    edge = EdgeRecord(source, target)
-    if edge in draft.added:
-        draft.added.remove(edge)
-    else:
-        draft.removed.add(edge)
-    _drop(draft.succs, source, target)
-    _drop(draft.preds, target, source)
+    draft.drop_edge(EdgeRecord(source, target))
 
 
 def node_retired(draft: Draft, event: NodeRetired, index: int) -> None:
@@ -218,7 +236,7 @@ def node_retired(draft: Draft, event: NodeRetired, index: int) -> None:
         raise InvalidEvent(
             index, f"node {node.id!r} still has edges; remove them before retiring it"
         )
-    draft.nodes[node.id] = replace(node, status="retired")
+    draft.nodes[node.id] = _changed(node, status="retired")
 
 
 def stage_started(draft: Draft, event: StageStarted, index: int) -> None:
@@ -228,7 +246,7 @@ def stage_started(draft: Draft, event: StageStarted, index: int) -> None:
         raise InvalidEvent(index, f"node {node.id!r} already completed; it cannot start again")
     if node.status == "running":
         raise InvalidEvent(index, f"node {node.id!r} is already running")
-    draft.nodes[node.id] = replace(node, status="running", attempts=node.attempts + 1, error=None)
+    draft.nodes[node.id] = _changed(node, status="running", attempts=node.attempts + 1, error=None)
 
 
 def stage_completed(draft: Draft, event: StageCompleted, index: int) -> None:
@@ -238,7 +256,7 @@ def stage_completed(draft: Draft, event: StageCompleted, index: int) -> None:
         raise InvalidEvent(
             index, f"node {node.id!r} is {node.status}; only a running node completes"
         )
-    draft.nodes[node.id] = replace(
+    draft.nodes[node.id] = _changed(
         node, status="completed", completed_at=event.at, output=event.output
     )
 
@@ -248,7 +266,7 @@ def stage_failed(draft: Draft, event: StageFailed, index: int) -> None:
     node = draft.node(event.node_id, index)
     if node.status != "running":
         raise InvalidEvent(index, f"node {node.id!r} is {node.status}; only a running node fails")
-    draft.nodes[node.id] = replace(node, status="failed", error=event.error)
+    draft.nodes[node.id] = _changed(node, status="failed", error=event.error)
 
 
 def rewrite_decided(draft: Draft, event: RewriteAdmitted | RewriteRejected, index: int) -> None:
@@ -271,6 +289,7 @@ def rewrite_decided(draft: Draft, event: RewriteAdmitted | RewriteRejected, inde
                 f"monotone), got {fact.rewrite_id!r}",
             )
         draft.last_id += 1
+        draft.admitted[draft.last_id] = fact
     elif fact.rewrite_id is not None or fact.code not in REJECTION_CODES:
         raise InvalidEvent(
             index,
@@ -364,23 +383,32 @@ def fold(events: Iterable[Event], state: GraphState = EMPTY_STATE) -> GraphState
     return draft.finish()
 
 
-def _drop(links: MapMutation[NodeId, tuple[NodeId, ...]], node: NodeId, other: NodeId) -> None:
-    """Remove ``other`` from ``links[node]`` (a key with no links left is deleted)."""
-    rest = tuple(x for x in links.get(node, ()) if x != other)
-    if rest:
-        links[node] = rest
-    else:
-        del links[node]
+_NODE_FIELDS: Final = NodeRecord.__slots__
+_NODE_FIELD_SET: Final = frozenset(_NODE_FIELDS)
 
 
-def _reaches(succs: MapMutation[NodeId, tuple[NodeId, ...]], start: NodeId, goal: NodeId) -> bool:
+def _changed(node: NodeRecord, **changes: Any) -> NodeRecord:
+    """``dataclasses.replace(node, **changes)`` without its generic machinery.
+
+    A node changes at every start, completion and failure; ``replace`` was a
+    tenth of folding a large import.
+    """
+    if not changes.keys() <= _NODE_FIELD_SET:  # what replace() would refuse
+        raise TypeError(f"not fields of NodeRecord: {sorted(changes.keys() - _NODE_FIELD_SET)}")
+    out = object.__new__(NodeRecord)
+    for name in _NODE_FIELDS:
+        object.__setattr__(out, name, changes[name] if name in changes else getattr(node, name))
+    return out
+
+
+def _reaches(succs: DraftLinks, start: NodeId, goal: NodeId) -> bool:
     """Whether ``goal`` is reachable from ``start`` (a node without successors reaches nothing)."""
     if not succs.get(start):
         return False
     seen = {start}
     stack = [start]
     while stack:
-        for nxt in succs.get(stack.pop(), ()):
+        for nxt in succs.get(stack.pop()):
             if nxt == goal:
                 return True
             if nxt not in seen:

@@ -24,11 +24,13 @@ from datetime import datetime
 from typing import Any, Final, TypeVar, overload
 
 from cortex_agents.errors import InvalidArgument
+from cortex_agents.substrate.bounds import MAX_STRING_CHARS
 from cortex_agents.substrate.branch import Branch, Derived
 from cortex_agents.substrate.events import (
     EVENT_TYPES,
     Event,
     check_event,
+    check_ids,
     event_from_dict,
     event_to_dict,
     same_event,
@@ -73,7 +75,9 @@ def _as_event(item: Event | Mapping[str, Any]) -> Event:
         check_event(item)  # storable, as a dict would have been
         return item
     if isinstance(item, Mapping):
-        return event_from_dict(item)
+        event = event_from_dict(item, max_string_chars=MAX_STRING_CHARS)
+        check_ids(event)  # what check_event adds for an event object
+        return event
     raise InvalidArgument("substrate update", "items must be events or event dicts", item)
 
 
@@ -88,6 +92,19 @@ class SubstrateLog(Sequence[Event]):
     def __init__(self, events: Iterable[Event] = ()) -> None:
         self._buffer = Branch([_as_event(e) for e in events])
         self._length = len(self._buffer.events)
+
+    @classmethod
+    def of_folded(cls, events: Sequence[Event], state: GraphState) -> SubstrateLog:
+        """A log of ``events`` whose fold is ``state``, both taken as given (nothing is checked).
+
+        For a caller that built the events itself, checked every value in
+        them as :meth:`appended` would, and folded them (a snapshot file's
+        reader): checking and folding again would double the cost of a large
+        import.
+        """
+        buffer = Branch(events)
+        buffer.remember(len(buffer), state)
+        return cls._view(buffer, len(buffer))
 
     @classmethod
     def _view(cls, buffer: Branch, length: int) -> SubstrateLog:
@@ -133,7 +150,7 @@ class SubstrateLog(Sequence[Event]):
 
     def __reduce__(self) -> tuple[Any, tuple[list[dict[str, Any]]]]:
         """Pickle as the event dicts (a server that pickles thread state can hold a log)."""
-        return (SubstrateLog, ([event_to_dict(e) for e in self],))
+        return (_unpickled, ([event_to_dict(e) for e in self],))
 
     def since(self, seq: int) -> tuple[Event, ...]:
         """The events after the first ``seq`` ones (O(new events))."""
@@ -223,6 +240,13 @@ class SubstrateLog(Sequence[Event]):
             return False
         held = buffer.events[self._length : end]
         return all(same_event(a, b) for a, b in zip(held, new, strict=True))
+
+
+def _unpickled(items: list[dict[str, Any]]) -> SubstrateLog:
+    """A pickled log again: its events read as stored ones are (a log stored before a bound
+    existed unpickles as it was)."""
+    buffer = Branch([event_from_dict(item) for item in items])
+    return SubstrateLog._view(buffer, len(buffer))
 
 
 def append_events(

@@ -169,9 +169,10 @@ class GraphState:
     seq: int = 0
     watermark: int = 0
     budget: Mapping[str, int] | None = None
-    _preds: Map[NodeId, tuple[NodeId, ...]] = field(default_factory=_empty_map, repr=False)
-    _succs: Map[NodeId, tuple[NodeId, ...]] = field(default_factory=_empty_map, repr=False)
+    _preds: Map[NodeId, Sequence[NodeId]] = field(default_factory=_empty_map, repr=False)
+    _succs: Map[NodeId, Sequence[NodeId]] = field(default_factory=_empty_map, repr=False)
     _keys: Map[str, None] = field(default_factory=_empty_map, repr=False)
+    _admitted: Map[int, RewriteFact] = field(default_factory=_empty_map, repr=False)
     _last_id: int = field(default=0, repr=False)
 
     def node(self, node_id: str) -> NodeRecord:
@@ -185,13 +186,16 @@ class GraphState:
         except KeyError:
             raise UnknownNode(node_id) from None
 
-    def predecessors(self, node_id: str) -> tuple[NodeId, ...]:
-        """Direct inputs of a node (its Markov boundary upstream), in edge order."""
+    def predecessors(self, node_id: str) -> Sequence[NodeId]:
+        """Direct inputs of a node (its Markov boundary upstream), in edge order.
+
+        An immutable sequence; ``in`` on it is O(1) whatever the node's degree.
+        """
         self.node(node_id)
         return self._preds.get(NodeId(node_id), ())
 
-    def successors(self, node_id: str) -> tuple[NodeId, ...]:
-        """Direct consumers of a node, in edge order."""
+    def successors(self, node_id: str) -> Sequence[NodeId]:
+        """Direct consumers of a node, in edge order (an immutable sequence; ``in`` is O(1))."""
         self.node(node_id)
         return self._succs.get(NodeId(node_id), ())
 

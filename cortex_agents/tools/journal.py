@@ -3,9 +3,11 @@
 Every call a model makes — run, refused or malformed — is journaled with the
 arguments as the model wrote them and a compact summary of the answer. Both
 cross :func:`~cortex_agents.tools.results.bounded_json`, so an event is
-always storable (by every backend and by LangGraph's ``JsonPlusSerializer``)
-and never larger than about twice
-:data:`~cortex_agents.tools.results.MAX_JOURNAL_BYTES`.
+always storable (by every backend and by LangGraph's ``JsonPlusSerializer``),
+and the whole event, as stored, holds at most :data:`MAX_EVENT_BYTES`
+(16,384) bytes whatever the call held: when the two do not fit together, the
+summary keeps what fits in half of the room left by the event's other fields,
+and the arguments become a cut preview in the rest.
 
 The summary of a memory query keeps the resolved query, the number of
 candidates, how many were shown and, for each shown match, its id and scores
@@ -20,17 +22,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Final
 
-from cortex_agents.substrate.events import ToolCallMade
+from cortex_agents.substrate.events import ToolCallMade, event_to_dict
 from cortex_agents.substrate.records import NodeId
 from cortex_agents.tools.results import MAX_JOURNAL_BYTES, bounded_json, json_safe
 
 __all__ = [
+    "MAX_CONTENT_CHARS",
+    "MAX_EVENT_BYTES",
     "MEMORY_QUERY_TOOL",
     "MEMORY_RESULTS",
-    "MAX_CONTENT_CHARS",
     "call_summary",
     "tool_call_event",
 ]
@@ -40,6 +44,9 @@ MEMORY_RESULTS: Final = "cortex_memory_query"
 """The ``tool`` marker of a memory query's artifact."""
 MAX_CONTENT_CHARS: Final = 2000
 """Characters of a (non-memory) tool's answer kept in its summary."""
+MAX_EVENT_BYTES: Final = MAX_JOURNAL_BYTES
+"""Bytes of a whole ``tool_call_made`` event as stored (compact UTF-8 JSON)."""
+_ROOM_FOR_ARGUMENTS: Final = 1024  # the least the arguments keep before the summary is cut too
 _SCORES: Final = (
     "node_id",
     "kind",
@@ -105,15 +112,32 @@ def tool_call_event(
     summary: Mapping[str, Any],
     at: datetime,
 ) -> ToolCallMade:
-    """The ``tool_call_made`` event of one call, every value bounded (see the module docstring)."""
-    safe_arguments = bounded_json(
-        arguments if isinstance(arguments, Mapping) else {"raw": arguments}
-    )
-    return ToolCallMade(
+    """The ``tool_call_made`` event of one call, at most :data:`MAX_EVENT_BYTES` as stored.
+
+    See the module docstring for what is kept when the call does not fit.
+    """
+    raw = arguments if isinstance(arguments, Mapping) else {"raw": arguments}
+    event = ToolCallMade(
         node_id=NodeId(str(node_id)),
         tool=json_safe(str(tool)[:200]),
         call_id=json_safe(str(call_id)[:200]),
-        arguments=safe_arguments,
+        arguments=bounded_json(raw),
         result=bounded_json(dict(summary)),
         at=at,
     )
+    if _stored_size(event) <= MAX_EVENT_BYTES:
+        return event
+    # The room the two values share: the cap less everything else (`{}` twice included).
+    room = MAX_EVENT_BYTES - _stored_size(replace(event, arguments={}, result={})) + 4
+    result = event.result
+    if _stored_size(result) > room - _ROOM_FOR_ARGUMENTS:
+        result = bounded_json(dict(summary), max_bytes=room // 2)
+    left = room - _stored_size(result)
+    return replace(event, arguments=bounded_json(raw, max_bytes=left), result=result)
+
+
+def _stored_size(value: Any) -> int:
+    """Bytes of ``value`` (an event, or a JSON value) as the store writes it: compact UTF-8 JSON."""
+    data = event_to_dict(value) if isinstance(value, ToolCallMade) else value
+    text = json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return len(text.encode("utf-8"))

@@ -297,3 +297,45 @@ def test_tool_node_after_recorded_stages_with_scratch_memory_in_the_graphs_store
     assert [(ns, key) for ns, key, _ in stored] == [
         (("cortex_scratch", "helper", "per_thread", "tn"), "/notes/todo")
     ]
+
+
+@pytest.mark.parametrize("kinds", [10, 20])  # the issue's graph, and more kinds than a branch keeps
+def test_a_graph_of_many_agent_kinds_each_with_its_own_tool_node_runs(kinds):
+    """Issue 23: ten agents of ten kinds raised on derived structure #9 (one per kind)."""
+
+    def agent_node(i: int) -> Any:
+        def turn(state: dict) -> dict:
+            ask = {"query_text": "selection bias", "limit": 2}
+            call = {"name": "cortex_memory_query", "args": ask, "id": f"c{i}", "type": "tool_call"}
+            return {"messages": [AIMessage(content="", tool_calls=[call], name=f"agent{i}")]}
+
+        return turn
+
+    graph = StateGraph(ToolGraphState)
+    previous = START
+    for i in range(kinds):
+        binding = GraphBinding(kind=f"kind{i}", agent=f"agent{i}")
+        graph.add_node(f"agent{i}", agent_node(i))
+        graph.add_node(f"tools{i}", ToolNode(graph_memory_tools(binding=binding)))
+        graph.add_edge(previous, f"agent{i}")
+        graph.add_edge(f"agent{i}", f"tools{i}")
+        previous = f"tools{i}"
+    app = graph.compile(checkpointer=memory_saver())
+    out = app.invoke(
+        {
+            "question": "q",
+            "messages": [("user", "What did the analysts find?")],
+            "substrate": substrate_from_snapshot(EXAMPLE),
+        },
+        {"configurable": {"thread_id": f"kinds{kinds}"}},
+    )
+    log = out["substrate"]
+    replies = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert len(replies) == kinds and all(m.status == "success" for m in replies)
+    state = log.state
+    assert [state.nodes[f"agent{i}"].kind for i in range(kinds)] == [
+        f"kind{i}" for i in range(kinds)
+    ]
+    # each turn hangs off the latest work of the other kinds: the turn before it
+    assert state.predecessors("agent0") == ("merge",)
+    assert all(state.predecessors(f"agent{i}") == (f"agent{i - 1}",) for i in range(1, kinds))

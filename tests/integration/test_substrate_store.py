@@ -166,3 +166,24 @@ def test_delete_thread_takes_the_non_string_ids_langgraph_accepts(backend, tmp_p
         assert saver.get_tuple(config) is None
         with saver.lock(thread):  # locks take it too
             pass
+
+
+def test_a_large_append_is_stored_whole_and_checked_like_a_small_one(open_db):
+    """One append of many rows (an import; Postgres inserts it as one statement over arrays)."""
+    from cortex_agents.substrate import NodeScheduled
+
+    many = [NodeScheduled(node_id=f"n{i:03d}", kind="k", at=at(0)) for i in range(150)]
+    many += [EdgeAdded(source="n000", target=f"n{i:03d}", at=at(0)) for i in range(1, 150)]
+    with open_db() as saver:
+        store = saver.store
+        head = store.append("t", "", None, many)
+        assert store.counts() == {"branches": 1, "events": 299, "nodes": 150, "edges": 149}
+        assert list(store.read("t", "", head)) == many
+        before = store.counts()
+        ghosts = [EdgeAdded(source="n000", target=f"ghost{i}", at=at(1)) for i in range(100)]
+        with pytest.raises(StorageError) as caught:  # every endpoint checked, in a batch too
+            store.append("t", "", head, ghosts)
+        assert caught.value.code == "integrity" and store.counts() == before
+        other = [EdgeAdded(source="n001", target=f"n{i:03d}", at=at(0)) for i in range(2, 150)]
+        fork = store.append("t", "", Cursor(head.branch, 150), other)  # its nodes: the base's
+        assert store.counts()["edges"] == 149 + 148 and fork.branch != head.branch

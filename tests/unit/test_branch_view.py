@@ -27,7 +27,7 @@ from cortex_agents.substrate import (
     event_to_dict,
     fold,
 )
-from cortex_agents.substrate.branch import EMPTY_DIGEST, STATE_CACHE, chain_digest
+from cortex_agents.substrate.branch import EMPTY_DIGEST, MAX_DERIVED, STATE_CACHE, chain_digest
 from tests.helpers import T0, at
 from tests.substrate_support import next_event, random_run
 
@@ -219,6 +219,34 @@ def test_a_derived_structure_that_skips_events_fails_loudly():
     log = SubstrateLog(random_run(random.Random(5), 20))
     with pytest.raises(InvalidArgument, match="must have taken in 20 events"):
         log.derived("lazy", Lazy)
+
+
+def test_more_derived_structures_than_the_bound_evict_the_least_recently_used_and_rebuild():
+    events = random_run(random.Random(7), 200)
+    log = SubstrateLog(events)
+    want = tuple(e.node_id for e in events if isinstance(e, StageCompleted))
+    made: list[str] = []
+
+    def factory(key: str):
+        def make() -> Settled:
+            made.append(key)
+            return Settled()
+
+        return make
+
+    keys = [f"kind{i}" for i in range(MAX_DERIVED + 3)]  # more than one branch keeps
+    for key in keys:
+        assert log.derived(key, factory(key)) == want  # never "derived structure #9"
+        assert log.derived("kind0", factory("kind0")) == want  # kind0 stays recently used
+    assert len(log.branch._derived) == MAX_DERIVED
+    assert "kind1" not in log.branch._derived and "kind0" in log.branch._derived
+    assert made == keys  # each built once so far
+    assert log.derived("kind1", factory("kind1")) == want  # evicted: built again, same answer
+    assert made == [*keys, "kind1"]
+    assert log.prefix(50).derived("kind1", factory("kind1")) == tuple(
+        e.node_id for e in events[:50] if isinstance(e, StageCompleted)
+    )
+    assert made == [*keys, "kind1"]  # kept this time: it was just used
 
 
 def test_edges_keep_their_order_in_forks():

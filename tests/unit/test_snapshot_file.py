@@ -2,9 +2,12 @@
 
 import copy
 import json
+import random
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cortex_agents.errors import InvalidSnapshot
 from cortex_agents.memory import query_vectorised
@@ -187,3 +190,21 @@ def test_a_rewrite_budget_is_optional_and_checked():
         with pytest.raises(InvalidSnapshot) as error:
             parse_snapshot(json.dumps({**base, "rewrite_budget": value}))
         assert [p.location.split(".")[0] for p in error.value.problems] == ["rewrite_budget"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32), st.integers(1, 150))
+def test_an_exports_check_finds_what_the_full_reading_finds(seed, length):
+    """``dumped=True`` (an export's check) skips what only outside text can hold and the last
+    fold: on the export of any run, it reports exactly what the full reading reports."""
+    from cortex_agents.snapshot_file import SnapshotDocument
+    from cortex_agents.substrate import fold
+    from tests.helpers import T0
+    from tests.substrate_support import random_run
+
+    state = fold(random_run(random.Random(seed), length))
+    text = dump_snapshot(SnapshotDocument.from_state(state, T0, run_id="r"))
+    full = validate_snapshot(text)
+    assert validate_snapshot(text, dumped=True) == full
+    if not full:  # and what it accepts, import takes: the full reading folds it
+        assert parse_snapshot(text)._log is not None

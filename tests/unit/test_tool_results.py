@@ -11,8 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
+from cortex_agents.persistence.store import encode_event
 from cortex_agents.substrate.events import event_from_dict, event_to_dict
-from cortex_agents.tools.journal import call_summary, tool_call_event
+from cortex_agents.tools.journal import (
+    MAX_CONTENT_CHARS,
+    MAX_EVENT_BYTES,
+    call_summary,
+    tool_call_event,
+)
 from cortex_agents.tools.results import (
     MAX_DEPTH,
     MAX_ITEMS,
@@ -143,8 +149,74 @@ def test_every_journaled_tool_call_round_trips_through_langgraphs_serializer(arg
     record = event_to_dict(event)
     assert round_trips(record)
     assert event_from_dict(record) == event
-    text = json.dumps(record, allow_nan=False, ensure_ascii=False)
-    assert len(text.encode("utf-8")) <= 2 * MAX_JOURNAL_BYTES + 1000
+    assert stored_size(event) <= MAX_EVENT_BYTES
+
+
+def stored_size(event) -> int:
+    """Bytes of the event as the store writes its row."""
+    return len(encode_event(event).encode("utf-8"))
+
+
+@pytest.mark.parametrize("fields", [1, 20, 200, 2_000])
+@pytest.mark.parametrize("answer_chars", [10, MAX_CONTENT_CHARS])
+def test_a_journaled_call_is_capped_as_a_whole_whatever_its_number_of_fields(fields, answer_chars):
+    emoji = "\N{GRINNING FACE}"  # 4 bytes in UTF-8
+    arguments = {f"unknown_{i}": emoji * 4000 for i in range(fields)}
+    answer = json.dumps({"error": {"unknown": list(arguments)}})[:answer_chars]
+    event = tool_call_event(
+        node_id="r" * 256,
+        tool="t" * 300,
+        call_id="c" * 300,
+        arguments=arguments,
+        summary=call_summary("error", answer + emoji * answer_chars),
+        at=AT,
+    )
+    assert stored_size(event) <= MAX_EVENT_BYTES
+    assert event.arguments["truncated"] is True  # the arguments gave way first
+    assert event.arguments["bytes"] > 4000 * 4 * fields
+    assert event.result["status"] == "error"  # the answer's summary kept its shape
+    assert event_from_dict(event_to_dict(event)) == event
+
+
+def test_a_call_that_fits_is_journaled_whole():
+    event = tool_call_event(
+        node_id="r",
+        tool="cortex_memory_query",
+        call_id="c1",
+        arguments={"query_text": "é" * 3000},
+        summary=call_summary("success", "fine"),
+        at=AT,
+    )
+    assert event.arguments == {"query_text": "é" * 3000}
+    assert dict(event.result) == {"status": "success", "content": "fine"}
+    assert stored_size(event) <= MAX_EVENT_BYTES
+
+
+def test_the_many_unknown_fields_call_of_the_issue_journals_under_the_cap():
+    """Issue 23: a call with 20 unknown 4,000-emoji fields journaled a 21,827-byte event."""
+    from types import SimpleNamespace
+
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    from cortex_agents.memory import BUILTIN_PRESETS
+    from cortex_agents.tools.loop import run_tool_loop
+    from cortex_agents.tools.memory_query import make_memory_query_tool
+    from tests.chat import ScriptedChatModel, call, say
+
+    journal: list = []
+    tool = make_memory_query_tool(BUILTIN_PRESETS)
+    arguments = {f"unknown_{i}": "\N{GRINNING FACE}" * 4000 for i in range(20)}
+    chat = ScriptedChatModel(script={"sys": [call(tool.name, arguments), say("done")]})
+    run_tool_loop(
+        chat,
+        [SystemMessage("sys"), HumanMessage("go")],
+        tools=[tool],
+        context=SimpleNamespace(stage_id="s", clock=lambda: AT),
+        journal=journal.append,
+    )
+    (made,) = journal
+    assert made.result["status"] == "error"
+    assert stored_size(made) <= MAX_EVENT_BYTES
 
 
 def test_an_artifact_shaped_differently_is_summarised_as_any_other_tools():
