@@ -229,10 +229,11 @@ def rewriter(ctx: StageContext) -> dict[str, Any]:
     """Write the final report, addressing the review's gaps; may propose a repair branch."""
     user, memory = _with_branches(ctx)
     policy, propose = tool_policy(ctx), True
-    if ctx.rewrites is not None and not _repairs(ctx):
-        # No repair this time: propose_rewrite leaves the catalog (and the prompt); the
-        # stage's memory tools stay, and a first turn that forced the proposal forces the
-        # memory query instead (small models ignore tools otherwise), else relaxes to auto.
+    if not _repairs(ctx):
+        # No repair this time, or no rewrite policy at all (a rewriter a repair appended):
+        # propose_rewrite leaves the catalog (and the prompt); the stage's memory tools stay,
+        # and a first turn that forced the proposal forces the memory query instead (small
+        # models ignore tools otherwise), else relaxes to auto.
         propose = False
         names = {t.name for t in stage_tools(ctx, policy, propose=False)}
         first = MEMORY_QUERY_TOOL if MEMORY_QUERY_TOOL in names else "auto"

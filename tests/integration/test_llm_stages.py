@@ -435,3 +435,39 @@ def test_an_answer_that_is_not_the_json_asked_for_is_marked_inferred():
     assert review["verdict"] == "gap" and "one gap in c2" in review["notes"]
     sound = run(structured(CLAIM_REVIEW), model([call("cortex_memory_query", {}), say("gaps: 0")]))
     assert sound[0].outputs["reviewer"]["value"]["verdict"] == "sound"  # "gaps" is not "gap"
+
+
+def test_a_rewriter_without_a_rewrite_policy_forced_to_propose_queries_its_memory_instead():
+    # a rewriter a repair appended has no rewrite policy: its config may still force
+    # propose_rewrite, which its catalog cannot hold (the recording model's repair did this)
+    builder = WireBuilder("no_policy")
+    for name, fn in KINDS.items():
+        builder.kind(name, fn)
+    memory = Topological(preset="reviewer", upstream_of_kind="analyst")
+    forced = {"max_rounds": 1, "first": "propose_rewrite", "empty_content": " "}
+    wire = (
+        builder.stage("planner", "planner", config={"claim_refs": ["c1", "c2", "c3"]})
+        .stage("analyst-a", "analyst", after=["planner"], config={"claim_ref": "c1"})
+        .stage("analyst-b", "analyst", after=["planner"], config={"claim_ref": "c2"})
+        .stage("analyst-c", "analyst", after=["planner"], config={"claim_ref": "c3"})
+        .stage("merge", "merge", after=["analyst-a", "analyst-b", "analyst-c"])
+        .stage("reviewer", "reviewer", after=["merge"])
+        .stage(
+            "rewriter",
+            "rewriter",
+            after=["reviewer"],
+            memory=memory,
+            config={"tools": forced, "repair": "always"},
+        )
+        .build()
+    )
+    gap = say(json.dumps({"verdict": "gap", "gaps": ["c2"], "notes": "n", "cited": []}))
+    rewriter = [
+        call("cortex_memory_query", {"query_text": "c2"}, "q1"),
+        say(json.dumps({"report": "r", "addressed": ["c2"]})),
+    ]
+    result, chat = run(wire, model([gap], rewriter))
+    assert result.complete and not result.failures
+    (first,) = [r for r in chat.requests if r["system"].startswith("You write")][:1]
+    assert [t["function"]["name"] for t in first["tools"]] == ["cortex_memory_query"]
+    assert [c.tool for c in result.log if isinstance(c, ToolCallMade)] == ["cortex_memory_query"]
