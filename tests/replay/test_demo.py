@@ -124,7 +124,7 @@ def test_the_forced_choices_are_stated(first, tmp_path):
     assert "rewrite history" in repair and "admitted as rewrite 1" in repair
     # the rewriter's call shows the decision it got, not an error's empty fields
     recorded = run_recorded(SCENARIOS["claim_review_repair"], memory_saver())
-    added = ", ".join(f"rewriter:{n['id']}" for n in recorded.state.rewrites[0].diff["nodes"])
+    added = ", ".join(n["id"] for n in recorded.state.rewrites[0].diff["nodes"])
     assert f"answer (success): admitted (rewrite 1); new nodes: {added}" in repair
     assert "None:" not in repair
 
