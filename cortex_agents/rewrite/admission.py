@@ -45,6 +45,8 @@ __all__ = ["Rejection", "admit", "recorded_proposal", "refuse", "static_cost"]
 class Rejection(CortexError):
     """A failed admission check (internal: :func:`admit` turns it into a rejected fact)."""
 
+    code: RejectionCode
+
     def __init__(self, code: RejectionCode, check: str, message: str) -> None:
         self.code = code
         self.check = check
