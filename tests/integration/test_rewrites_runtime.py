@@ -17,7 +17,7 @@ from cortex_agents.persistence import memory_saver, open_saver
 from cortex_agents.persistence.transfer import export_document, import_document
 from cortex_agents.rewrite import RewritePolicy
 from cortex_agents.runtime import LogicalClock, Runtime, StageContext, WireBuilder
-from cortex_agents.snapshot_file import dump_snapshot
+from cortex_agents.snapshot_file import dump_snapshot, parse_snapshot
 from cortex_agents.substrate import (
     NodeScheduled,
     RewriteAdmitted,
@@ -288,7 +288,7 @@ def test_export_and_import_keep_the_rewrite_history_and_retired_nodes(tmp_path):
         result = Runtime(wire, saver, clock=LogicalClock(T0)).run("t")
         assert result.complete and result.state.nodes["sink"].status == "retired"
         text = dump_snapshot(export_document(saver, "t"))
-        import_document(saver, "copy", __import__("cortex_agents").parse_snapshot(text))
+        import_document(saver, "copy", parse_snapshot(text))
         again = dump_snapshot(export_document(saver, "copy"))
         copy = saver.substrate({"configurable": {"thread_id": "copy"}}).state
     assert again == text  # byte-identical, the run's budget included
