@@ -48,6 +48,7 @@ def wrap(
         initial_indent=first,
         subsequent_indent=indent,
         break_on_hyphens=False,
+        break_long_words=False,
     )
     if any(len(line) > width for line in lines):  # a unit alone is wider than a line
         lines = textwrap.wrap(
@@ -78,13 +79,19 @@ def print_table(
 ) -> None:
     """A table with every cell whole on one line if it fits the console, else records."""
     table = Table(
-        title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False
+        title=title,
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1, 0, 0),
+        pad_edge=False,
+        show_edge=False,
     )
     for header in headers:
         table.add_column(header, no_wrap=True, justify="right" if header in right else "left")
     for row in rows:
         table.add_row(*row)
-    if console.measure(table).maximum <= console.width:
+    unbounded = console.options.update_width(1_000_000)  # a table measures within its width
+    if console.measure(table, options=unbounded).maximum <= console.width:
         console.print(table, soft_wrap=False)
         return
     print_lines(console, wrap([title], console.width))
