@@ -42,6 +42,7 @@ from cortex_agents.tools.loop import ToolLoopResult, ToolPolicy, run_tool_loop
 from cortex_agents.tools.memory_query import (
     DEFAULT_TOKEN_BUDGET,
     MEMORY_QUERY_TOOL,
+    check_arguments,
     check_token_budget,
     make_memory_query_tool,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "CHAT_MODEL",
     "MODEL_ADVICE",
     "TOOL_FORCE",
+    "TOOL_RESEND_INVALID",
     "ModelUnavailable",
     "build_chat_model",
     "chat_model_from_env",
@@ -162,7 +164,8 @@ def stage_tools(
     time); its other tools stay.
 
     Raises:
-        InvalidArgument: ``config.memory_token_budget`` is not an integer in range.
+        InvalidArgument: ``config.memory_token_budget`` is not an integer in range, or
+            ``config.memory_tool_arguments`` names no argument of the memory tool.
     """
     tools: list[BaseTool] = []
     if (policy or tool_policy(ctx)).max_rounds < 1:
@@ -172,7 +175,10 @@ def stage_tools(
             ctx.config.get("memory_token_budget", DEFAULT_TOKEN_BUDGET),
             "config.memory_token_budget",
         )
-        tools.append(make_memory_query_tool(ctx.memory.presets, budget=budget))
+        offered = check_arguments(
+            ctx.config.get("memory_tool_arguments"), "config.memory_tool_arguments"
+        )
+        tools.append(make_memory_query_tool(ctx.memory.presets, budget=budget, arguments=offered))
     if ctx.scratch is not None:
         tools.append(make_memory_tool())
     if ctx.rewrites is not None and propose:
@@ -183,6 +189,9 @@ def stage_tools(
 TOOL_FORCE: Final = "tool_force"
 """Runtime service: how a tool named by a policy is forced (``ToolPolicy.force``) when the
 stage's ``tools`` table does not say; ``required`` for llama.cpp's ``llama-server``."""
+TOOL_RESEND_INVALID: Final = "tool_resend_invalid"
+"""Runtime service: ``ToolPolicy.resend_invalid`` when the stage's ``tools`` table does not
+say; ``wrapped`` for servers that parse the arguments of every call in the history."""
 
 
 def tool_policy(ctx: StageContext) -> ToolPolicy:
@@ -190,9 +199,18 @@ def tool_policy(ctx: StageContext) -> ToolPolicy:
     raw = ctx.config.get("tools", {})
     if not isinstance(raw, Mapping):
         raise InvalidArgument("config.tools", "must be a table", raw)
-    if "force" not in raw and (force := ctx.extras.get(TOOL_FORCE)) is not None:
-        raw = {**raw, "force": force}
-    allowed = {"max_rounds", "first", "then", "empty_content", "max_calls_per_turn", "force"}
+    for name, service in (("force", TOOL_FORCE), ("resend_invalid", TOOL_RESEND_INVALID)):
+        if name not in raw and (value := ctx.extras.get(service)) is not None:
+            raw = {**raw, name: value}
+    allowed = {
+        "max_rounds",
+        "first",
+        "then",
+        "empty_content",
+        "max_calls_per_turn",
+        "force",
+        "resend_invalid",
+    }
     if unknown := sorted(set(raw) - allowed):
         raise InvalidArgument(
             f"config.tools.{unknown[0]}", f"is not a tool policy field ({sorted(allowed)})", raw
