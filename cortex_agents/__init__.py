@@ -1,9 +1,13 @@
 """cortex-agents: graph memory for LangGraph agents.
 
-The public surface, grouped. Subpackages state their own public names;
-everything else is private.
+The public surface, grouped by job (about thirty names). Everything else is
+importable from the subpackage that defines it — ``cortex_agents.memory``,
+``cortex_agents.runtime``, ``cortex_agents.persistence``, ``cortex_agents.errors``
+(every error), ``cortex_agents.substrate``, ``cortex_agents.rewrite``,
+``cortex_agents.tools``, ``cortex_agents.snapshot_file`` — whose ``__all__``
+states its public names.
 
-Every public name but the errors is imported from its module on first use
+Every public name but the root error is imported from its module on first use
 (``cortex_agents.X``, ``from cortex_agents import X``), so ``import
 cortex_agents`` loads neither numpy, scipy and pydantic (memory, snapshot
 files) nor LangGraph, LangChain and tiktoken (the agent-facing factories).
@@ -12,159 +16,73 @@ files) nor LangGraph, LangChain and tiktoken (the agent-facing factories).
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from cortex_agents.errors import (
-    CortexError,
-    CycleError,
-    InvalidArgument,
-    InvalidEvent,
-    InvalidMemoryPath,
-    InvalidSnapshot,
-    InvalidWire,
-    MemoryIsADirectory,
-    MemoryNotADirectory,
-    MemoryNotFound,
-    MissingExtra,
-    Problem,
-    ProposalInvalid,
-    RewriteUnavailable,
-    RunFailed,
-    ScorerUnavailable,
-    ScratchMemoryError,
-    StorageError,
-    ThreadBusy,
-    UnknownNode,
-    UnknownPreset,
-    UnknownProjection,
-    UnknownScorer,
-    UnsupportedCheckpointer,
-    WriterFenced,
-)
+from cortex_agents.errors import CortexError, InvalidArgument
 
 if TYPE_CHECKING:
     from cortex_agents.memory import (
         BUILTIN_PRESETS,
-        BUILTIN_SCORERS,
         Classic,
-        EmbeddingScorer,
-        ExtractedFields,
         Match,
         MemoryHandle,
         MemorySnapshot,
-        MemoryStrategy,
         Preset,
-        PresetRegistry,
         Projection,
-        ProjectionRegistry,
-        Query,
         ScorerEntry,
-        ScorerRegistry,
-        SemanticScorer,
         Topological,
         WalkSpec,
-        Weights,
-        dag_random_walk_influence,
-        default_extractor,
-        projection_extractor,
-        query_reference,
-        query_vectorised,
-        token_jaccard,
-        walk_candidates,
     )
     from cortex_agents.persistence import (
+        CortexSaver,
+        aopen_saver,
         memory_saver,
         open_saver,
     )
-    from cortex_agents.rewrite import (
-        LocalNode,
-        RewritePolicy,
-        RewriteProposal,
-        SubgraphSpec,
-        admit,
-    )
+    from cortex_agents.rewrite import RewritePolicy
     from cortex_agents.runtime import (
+        Runtime,
+        StageContext,
+        WireBuilder,
+        load_wire,
         stage_node,
     )
-    from cortex_agents.snapshot_file import (
-        SnapshotDocument,
-        dump_snapshot,
-        load_snapshot,
-        parse_snapshot,
-        validate_snapshot,
-        write_snapshot,
-    )
-    from cortex_agents.substrate import (
-        EdgeRecord,
-        Event,
-        GraphState,
-        NodeRecord,
-        Observation,
-        RewriteFact,
-        fold,
-    )
+    from cortex_agents.snapshot_file import dump_snapshot, load_snapshot
+    from cortex_agents.substrate import GraphState, NodeRecord
     from cortex_agents.tools import (
-        GraphBinding,
         SubstrateState,
         graph_memory_tools,
-        make_memory_query_tool,
         substrate_from_snapshot,
     )
 
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
-    "BUILTIN_PRESETS": "cortex_agents.memory",
-    "BUILTIN_SCORERS": "cortex_agents.memory",
-    "Classic": "cortex_agents.memory",
-    "EmbeddingScorer": "cortex_agents.memory",
-    "ExtractedFields": "cortex_agents.memory",
-    "Match": "cortex_agents.memory",
-    "MemoryHandle": "cortex_agents.memory",
-    "MemorySnapshot": "cortex_agents.memory",
-    "MemoryStrategy": "cortex_agents.memory",
-    "Preset": "cortex_agents.memory",
-    "PresetRegistry": "cortex_agents.memory",
-    "Projection": "cortex_agents.memory",
-    "ProjectionRegistry": "cortex_agents.memory",
-    "Query": "cortex_agents.memory",
-    "ScorerEntry": "cortex_agents.memory",
-    "ScorerRegistry": "cortex_agents.memory",
-    "SemanticScorer": "cortex_agents.memory",
-    "Topological": "cortex_agents.memory",
-    "WalkSpec": "cortex_agents.memory",
-    "Weights": "cortex_agents.memory",
-    "dag_random_walk_influence": "cortex_agents.memory",
-    "default_extractor": "cortex_agents.memory",
-    "projection_extractor": "cortex_agents.memory",
-    "query_reference": "cortex_agents.memory",
-    "query_vectorised": "cortex_agents.memory",
-    "token_jaccard": "cortex_agents.memory",
-    "walk_candidates": "cortex_agents.memory",
-    "LocalNode": "cortex_agents.rewrite",
-    "RewritePolicy": "cortex_agents.rewrite",
-    "RewriteProposal": "cortex_agents.rewrite",
-    "SubgraphSpec": "cortex_agents.rewrite",
-    "admit": "cortex_agents.rewrite",
-    "SnapshotDocument": "cortex_agents.snapshot_file",
-    "dump_snapshot": "cortex_agents.snapshot_file",
-    "load_snapshot": "cortex_agents.snapshot_file",
-    "parse_snapshot": "cortex_agents.snapshot_file",
-    "validate_snapshot": "cortex_agents.snapshot_file",
-    "write_snapshot": "cortex_agents.snapshot_file",
-    "EdgeRecord": "cortex_agents.substrate",
-    "Event": "cortex_agents.substrate",
-    "GraphState": "cortex_agents.substrate",
-    "NodeRecord": "cortex_agents.substrate",
-    "Observation": "cortex_agents.substrate",
-    "RewriteFact": "cortex_agents.substrate",
-    "fold": "cortex_agents.substrate",
-    "GraphBinding": "cortex_agents.tools",
+    "Runtime": "cortex_agents.runtime",
+    "WireBuilder": "cortex_agents.runtime",
+    "StageContext": "cortex_agents.runtime",
+    "load_wire": "cortex_agents.runtime",
+    "stage_node": "cortex_agents.runtime",
+    "CortexSaver": "cortex_agents.persistence",
+    "open_saver": "cortex_agents.persistence",
+    "aopen_saver": "cortex_agents.persistence",
+    "memory_saver": "cortex_agents.persistence",
     "SubstrateState": "cortex_agents.tools",
     "graph_memory_tools": "cortex_agents.tools",
-    "make_memory_query_tool": "cortex_agents.tools",
     "substrate_from_snapshot": "cortex_agents.tools",
-    "stage_node": "cortex_agents.runtime",
-    "memory_saver": "cortex_agents.persistence",
-    "open_saver": "cortex_agents.persistence",
+    "MemoryHandle": "cortex_agents.memory",
+    "MemorySnapshot": "cortex_agents.memory",
+    "Match": "cortex_agents.memory",
+    "Topological": "cortex_agents.memory",
+    "Classic": "cortex_agents.memory",
+    "Preset": "cortex_agents.memory",
+    "BUILTIN_PRESETS": "cortex_agents.memory",
+    "WalkSpec": "cortex_agents.memory",
+    "ScorerEntry": "cortex_agents.memory",
+    "Projection": "cortex_agents.memory",
+    "RewritePolicy": "cortex_agents.rewrite",
+    "GraphState": "cortex_agents.substrate",
+    "NodeRecord": "cortex_agents.substrate",
+    "load_snapshot": "cortex_agents.snapshot_file",
+    "dump_snapshot": "cortex_agents.snapshot_file",
 }
 """Every public name but the errors and ``__version__``, and the module that defines it."""
 
@@ -184,89 +102,42 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    # errors
-    "CortexError",
-    "CycleError",
-    "InvalidArgument",
-    "InvalidEvent",
-    "InvalidMemoryPath",
-    "InvalidSnapshot",
-    "InvalidWire",
-    "MemoryIsADirectory",
-    "MemoryNotADirectory",
-    "MemoryNotFound",
-    "MissingExtra",
-    "Problem",
-    "ProposalInvalid",
-    "RewriteUnavailable",
-    "RunFailed",
-    "ScratchMemoryError",
-    "StorageError",
-    "ThreadBusy",
-    "UnknownNode",
-    "ScorerUnavailable",
-    "UnknownPreset",
-    "UnknownProjection",
-    "UnknownScorer",
-    "UnsupportedCheckpointer",
-    "WriterFenced",
-    # substrate
-    "EdgeRecord",
-    "Event",
-    "GraphState",
-    "NodeRecord",
-    "Observation",
-    "RewriteFact",
-    "fold",
-    # memory
-    "BUILTIN_PRESETS",
-    "BUILTIN_SCORERS",
-    "EmbeddingScorer",
-    "Projection",
-    "ProjectionRegistry",
-    "ScorerEntry",
-    "ScorerRegistry",
-    "Classic",
-    "ExtractedFields",
-    "Match",
-    "MemoryHandle",
-    "MemorySnapshot",
-    "MemoryStrategy",
-    "Preset",
-    "PresetRegistry",
-    "Query",
-    "SemanticScorer",
-    "Topological",
-    "WalkSpec",
-    "Weights",
-    "dag_random_walk_influence",
-    "default_extractor",
-    "projection_extractor",
-    "query_reference",
-    "query_vectorised",
-    "token_jaccard",
-    "walk_candidates",
-    # rewrites
-    "LocalNode",
-    "RewritePolicy",
-    "RewriteProposal",
-    "SubgraphSpec",
-    "admit",
-    # snapshot files
-    "SnapshotDocument",
-    "dump_snapshot",
-    "load_snapshot",
-    "parse_snapshot",
-    "validate_snapshot",
-    "write_snapshot",
-    # agents: graph memory in any LangGraph graph (imported on first use)
-    "GraphBinding",
-    "SubstrateState",
-    "graph_memory_tools",
-    "make_memory_query_tool",
+    # run a workflow: a wire of stages, run by a Runtime (or stages in your own graph)
+    "Runtime",
+    "WireBuilder",
+    "StageContext",
+    "load_wire",
+    "stage_node",
+    # persistence: one saver per lifetime — a process (memory_saver), a `with`
+    # block (open_saver / aopen_saver), or a LangGraph saver you own (CortexSaver.wrap)
+    "CortexSaver",
     "memory_saver",
     "open_saver",
-    "stage_node",
+    "aopen_saver",
+    # graph memory in any LangGraph agent
+    "SubstrateState",
+    "graph_memory_tools",
     "substrate_from_snapshot",
+    # memory: strategies, presets and the one way to rank (MemoryHandle.query)
+    "MemoryHandle",
+    "MemorySnapshot",
+    "Match",
+    "Topological",
+    "Classic",
+    "Preset",
+    "BUILTIN_PRESETS",
+    "WalkSpec",
+    "ScorerEntry",
+    "Projection",
+    # rewrites
+    "RewritePolicy",
+    # the substrate and its file
+    "GraphState",
+    "NodeRecord",
+    "load_snapshot",
+    "dump_snapshot",
+    # errors (every other one is in cortex_agents.errors)
+    "CortexError",
+    "InvalidArgument",
     "__version__",
 ]

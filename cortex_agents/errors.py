@@ -11,6 +11,7 @@ working for callers who do not know this tree::
     ├── ScorerUnavailable(RuntimeError)  a registered scorer cannot load (.name, .reason, .install)
     ├── UnknownProjection(LookupError)   a projection name the registry does not hold (.name, .known)
     ├── UnknownNode(LookupError)         a node id the snapshot does not hold (.node_id)
+    │   └── UnknownThread                a thread with no checkpoint in the database (.thread_id, .checkpoint_id)
     ├── CycleError(ValueError)           a relation that must be acyclic is not (.cycle)
     ├── InvalidSnapshot(ValueError)      a snapshot file or value broke the format (.problems)
     ├── InvalidEvent(ValueError)         an event that cannot follow the events before it (.index)
@@ -18,11 +19,14 @@ working for callers who do not know this tree::
     ├── WriterFenced(RuntimeError)       a writer lost the thread's lock; it wrote nothing after (.thread_id, .reason)
     ├── InvalidWire(ValueError)          a wire (workflow) breaks a rule (.problems)
     ├── RunFailed(RuntimeError)          a stage failed and the wire says to stop (.failures)
+    ├── InvalidOutput(TypeError)         a stage's output cannot be stored as JSON (.reason)
+    ├── ModelUnavailable(RuntimeError)   an LLM stage ran without a chat model configured
     ├── ProposalInvalid(ValueError)      a rewrite proposal's shape breaks a rule (.check, .message)
     ├── RewriteUnavailable(RuntimeError) a stage without rewrite capability tried to propose (.stage_id)
     ├── StorageError(RuntimeError)       storage refused an operation (.code: integrity, schema_too_new, ...)
     ├── UnsupportedCheckpointer(TypeError) a saver that cannot store the substrate (.checkpointer, .channel)
     ├── MissingExtra(ImportError)        an optional feature whose extra is not installed (.extra, .install)
+    ├── NetworkBlocked(ConnectionError)  a connection attempted while replaying recordings
     └── ScratchMemoryError               a scratch-memory operation was refused (.code, .path)
         ├── InvalidMemoryPath(ValueError)      the path breaks a path rule (.rule)
         ├── MemoryNotFound(LookupError)        no file or directory at the path
@@ -31,6 +35,11 @@ working for callers who do not know this tree::
 
 Each error carries a stable ``code`` string, so tool results and CLI output
 can name the failure without parsing the message.
+
+A few internal signals also derive from :class:`CortexError` (admission's
+``Rejection``, the tools' ``_Unavailable``, the cassette plugin's
+``_TestFailed``): they never leave the module that raises them, but an
+``except CortexError`` around library code still sees only this tree.
 """
 
 from __future__ import annotations
@@ -45,11 +54,14 @@ __all__ = [
     "InvalidArgument",
     "InvalidEvent",
     "InvalidMemoryPath",
+    "InvalidOutput",
     "InvalidSnapshot",
     "InvalidWire",
     "MemoryIsADirectory",
     "MemoryNotADirectory",
     "MemoryNotFound",
+    "ModelUnavailable",
+    "NetworkBlocked",
     "Problem",
     "ProposalInvalid",
     "RewriteUnavailable",
@@ -59,6 +71,7 @@ __all__ = [
     "ScorerUnavailable",
     "ThreadBusy",
     "UnknownNode",
+    "UnknownThread",
     "WriterFenced",
     "UnknownPreset",
     "UnknownProjection",
@@ -190,6 +203,28 @@ class UnknownNode(CortexError, LookupError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+class UnknownThread(UnknownNode):
+    """A thread (run) that has no checkpoint in the database.
+
+    Attributes:
+        thread_id: The requested thread (also ``node_id``, as for every unknown id).
+        checkpoint_id: The requested checkpoint, or ``None`` for the thread's latest.
+    """
+
+    code = "unknown_thread"
+
+    def __init__(self, thread_id: str, checkpoint_id: str | None = None) -> None:
+        UnknownNode.__init__(self, thread_id)
+        self.thread_id = thread_id
+        self.checkpoint_id = checkpoint_id
+        if checkpoint_id is None:
+            self.args = (f"no thread {thread_id!r} in this database",)
+        else:
+            self.args = (
+                f"no checkpoint {checkpoint_id!r} of thread {thread_id!r} in this database",
+            )
 
 
 class CycleError(CortexError, ValueError):
@@ -330,6 +365,29 @@ class RunFailed(CortexError, RuntimeError):
         super().__init__(f"run {thread_id!r} stopped: stage failed — {detail}")
 
 
+class InvalidOutput(CortexError, TypeError):
+    """A stage returned an output that cannot be stored as JSON in every backend.
+
+    A ``TypeError`` because the output's type is at fault (an object JSON has
+    no form for, an integer beyond 64 bits, a lone surrogate, nesting too deep).
+
+    Attributes:
+        reason: What in the output cannot be stored.
+    """
+
+    code = "invalid_output"
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"stage output is not JSON-serialisable: {reason}")
+
+
+class ModelUnavailable(CortexError, RuntimeError):
+    """An LLM stage ran without a chat model configured."""
+
+    code = "model_unavailable"
+
+
 class ProposalInvalid(CortexError, ValueError):
     """A rewrite proposal is malformed; admission rejects it as ``invalid_rewrite``.
 
@@ -436,6 +494,16 @@ class MissingExtra(CortexError, ImportError):
         super().__init__(
             f"{feature} needs the [{extra}] extra{because}: install it with: {self.install}"
         )
+
+
+class NetworkBlocked(CortexError, ConnectionError):
+    """Code tried to open a network connection while the network is blocked.
+
+    Raised inside :func:`cortex_agents.testing.network_blocked` (recorded
+    exchanges are being replayed; nothing may reach a host).
+    """
+
+    code = "network_blocked"
 
 
 class ScratchMemoryError(CortexError):

@@ -76,7 +76,35 @@ def load_commands(*names: str) -> None:
         importlib.import_module(f"cortex_agents.cli.{COMMANDS[name][0]}")
 
 
-class _LazyGroup(TyperGroup):
+def _hide_flag_types(command: Command, ctx: Context) -> None:
+    """Show no value type for a flag: it takes no value.
+
+    typer (0.29) prints every option's type in help, so a flag read
+    ``--json <bool>``, as if it wanted a value. An empty metavar is what its
+    help prints instead; parsing does not read a flag's metavar.
+    """
+    for param in command.get_params(ctx):  # the --help option included
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+
+
+class _Group(TyperGroup):
+    """A group whose help, and its commands' help, show no type on flags."""
+
+    def format_help(self, ctx: Context, formatter: Any) -> None:
+        _hide_flag_types(self, ctx)
+        super().format_help(ctx, formatter)
+
+    def resolve_command(
+        self, ctx: Context, args: list[str]
+    ) -> tuple[str | None, Command | None, list[str]]:
+        name, command, rest = super().resolve_command(ctx, args)
+        if command is not None:
+            _hide_flag_types(command, ctx)
+        return name, command, rest
+
+
+class _LazyGroup(_Group):
     """A group that lists commands from :data:`COMMANDS` and imports one only to run it."""
 
     def list_commands(self, ctx: Context) -> list[str]:
@@ -107,7 +135,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     cls=_LazyGroup,
 )
-memory_app = typer.Typer(help="Query memory.", no_args_is_help=True)
+memory_app = typer.Typer(help="Query memory.", no_args_is_help=True, cls=_Group)
 app.add_typer(memory_app, name="memory")
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from cortex_agents.cli.app import app, fail_cleanly, stderr, stdout, write_output
+from cortex_agents.cli.narrow import print_lines, print_table, wrap
 from cortex_agents.errors import InvalidArgument, InvalidSnapshot
 from cortex_agents.persistence import CortexSaver, is_postgres_url, open_saver, require_database
 from cortex_agents.persistence.backends import check_writable
@@ -196,16 +196,20 @@ def inspect(
         if as_json:
             print(json.dumps(threads, indent=2, ensure_ascii=False))
             return
-        table = Table(title=f"threads in {db}", title_justify="left")
-        for column in ("thread", "events", "nodes", "settled", "failed", "rewrites", "last event"):
-            table.add_column(column)
-        for row in threads:
-            table.add_row(
-                row["thread_id"],
-                *(str(row[k]) for k in ("events", "nodes", "settled", "failed", "rewrites")),
-                row["last_event_at"] or "",
-            )
-        stdout.print(table)
+        print_table(
+            stdout,
+            f"threads in {db}",
+            ("thread", "events", "nodes", "settled", "failed", "rewrites", "last event"),
+            [
+                [
+                    row["thread_id"],
+                    *(str(row[k]) for k in ("events", "nodes", "settled", "failed", "rewrites")),
+                    row["last_event_at"] or "",
+                ]
+                for row in threads
+            ],
+            right=frozenset({"events", "nodes", "settled", "failed", "rewrites"}),
+        )
         return
     with fail_cleanly(), open_database(db) as saver:
         data = describe_thread(saver, thread)
@@ -213,27 +217,39 @@ def inspect(
         print(json.dumps(data, indent=2, ensure_ascii=False))
         return
     summary = data["summary"]
-    stdout.print(
-        f"thread {thread!r}: {summary['events']} events, {summary['nodes']} nodes "
-        f"({summary['settled']} settled, {summary['failed']} failed), {summary['rewrites']} rewrites",
-        markup=False,
+    width = stdout.width
+    print_lines(
+        stdout,
+        wrap(
+            [
+                f"thread {thread!r}:",
+                f"{summary['events']} events,",
+                f"{summary['nodes']} nodes ({summary['settled']} settled, "
+                f"{summary['failed']} failed),",
+                f"{summary['rewrites']} rewrites",
+            ],
+            width,
+        ),
     )
-    nodes = Table(title="nodes", title_justify="left")
-    for column in ("id", "kind", "status", "attempts", "captured", "completed"):
-        nodes.add_column(column)
-    for n in data["nodes"]:
-        nodes.add_row(
-            n["id"],
-            n["kind"],
-            n["status"],
-            str(n["attempts"]),
-            n["captured_at"],
-            n["completed_at"] or "",
-        )
-    stdout.print(nodes)
-    stdout.print(
-        "edges: " + (", ".join(f"{e['source']} -> {e['target']}" for e in data["edges"]) or "none")
+    print_table(
+        stdout,
+        "nodes",
+        ("id", "kind", "status", "attempts", "captured", "completed"),
+        [
+            [
+                n["id"],
+                n["kind"],
+                n["status"],
+                str(n["attempts"]),
+                n["captured_at"],
+                n["completed_at"] or "",
+            ]
+            for n in data["nodes"]
+        ],
+        right=frozenset({"attempts"}),
     )
+    edges = [f"{e['source']} -> {e['target']}" for e in data["edges"]] or ["none"]
+    print_lines(stdout, wrap(edges, width, sep=", ", first="edges: ", indent="  "))
     if data["rewrites"]:
         rewrite_history(data)
 
@@ -241,8 +257,12 @@ def inspect(
 def rewrite_history(data: Mapping[str, Any]) -> None:
     """One block per proposal: decision, proposer and form, outcome, cost, budget before -> after."""
     budget = data["budget"]
-    stdout.print(
-        "rewrite history" + (f" (run budget {_dims(budget)})" if budget else ""), markup=False
+    print_lines(
+        stdout,
+        wrap(
+            ["rewrite history", *([f"(run budget {_dims(budget)})"] if budget else [])],
+            stdout.width,
+        ),
     )
     for i, r in enumerate(data["rewrites"], 1):
         if r["decision"] == "admitted":
@@ -255,13 +275,15 @@ def rewrite_history(data: Mapping[str, Any]) -> None:
         else:
             head = f"rejected: {r['code']} ({r['check']})"
             detail = r["reason"] or ""
-        stdout.print(f"#{i:<3} {head} · by {r['proposer']} · {r['operation']}", markup=False)
-        stdout.print(f"     {detail}", markup=False)
         after = _dims(r["budget_after"]) if r["decision"] == "admitted" else "unchanged"
-        stdout.print(
-            f"     cost {_dims(r['cost']) or '-'} · budget {_dims(r['budget_before'])} -> {after}",
-            markup=False,
-        )
+        # one line each (cost and budget apart: together they overran 80 columns)
+        for first, line in (
+            (f"#{i:<3} ", f"{head} · by {r['proposer']} · {r['operation']}"),
+            ("     ", detail),
+            ("     ", f"cost {_dims(r['cost']) or '-'}"),
+            ("     ", f"budget {_dims(r['budget_before'])} -> {after}"),
+        ):
+            print_lines(stdout, wrap(line.split(" "), stdout.width, first=first, indent=" " * 7))
 
 
 def _dims(values: dict[str, int] | None) -> str:

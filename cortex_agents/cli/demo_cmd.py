@@ -16,9 +16,11 @@ import json
 from typing import Annotated
 
 import typer
+from rich.text import Text
 
 from cortex_agents.cli.app import app, fail_cleanly, stdout
 from cortex_agents.cli.db_cmds import open_database
+from cortex_agents.cli.narrow import chain, command_lines, print_lines, wrap
 from cortex_agents.cli.run_cmd import _Printer
 from cortex_agents.demo import SCENARIOS, Scenario, recorded_result, run_recorded
 from cortex_agents.persistence.inspection import describe_thread
@@ -42,15 +44,26 @@ def _new_thread(saver: CortexSaver, base: str) -> str:
 def _header(chosen: Scenario, db: str) -> None:
     from cortex_agents.cli.demo_view import forced_lines
 
-    stdout.print(f"[bold]{chosen.name}[/bold]: {chosen.description}", soft_wrap=False)
-    stdout.print(f"input: {json.dumps(chosen.input, ensure_ascii=False)}", soft_wrap=False)
-    stdout.print(
-        f"LLM exchanges replayed from cassettes/{chosen.name}.yaml (network blocked), into {db}",
-        soft_wrap=False,
+    width = stdout.width
+    title = chain(f"{chosen.name}: {chosen.description}", width)
+    stdout.print(Text(title[0][: len(chosen.name)], style="bold") + title[0][len(chosen.name) :])
+    print_lines(stdout, title[1:])
+    print_lines(stdout, wrap([f"input: {json.dumps(chosen.input, ensure_ascii=False)}"], width))
+    print_lines(
+        stdout,
+        wrap(
+            [
+                "LLM exchanges replayed",
+                f"from cassettes/{chosen.name}.yaml",
+                "(network blocked),",
+                f"into {db}",
+            ],
+            width,
+        ),
     )
-    stdout.print("forced by this scenario:", soft_wrap=False)
+    stdout.print("forced by this scenario:")
     for line in forced_lines(chosen):
-        stdout.print(f"  {line}", soft_wrap=False)
+        print_lines(stdout, wrap([line], width, first="  ", indent="    "))
     stdout.print()
 
 
@@ -106,7 +119,9 @@ def demo(
                 )
             elif shown is not None:
                 stdout.print(f"thread {thread_id} holds an unfinished run: resuming it")
-            result = run_recorded(chosen, saver, thread=thread_id, on_progress=_Printer())
+            result = run_recorded(
+                chosen, saver, thread=thread_id, on_progress=_Printer(replayed=True)
+            )
         described = describe_thread(saver, thread_id)
     stdout.print()
     view.print_blocks(stdout, [view.stage_table(result, wire)])
@@ -119,4 +134,7 @@ def demo(
         view.print_blocks(stdout, view.report_panels(result))
     if described["rewrites"]:
         view.print_blocks(stdout, [view.rewrite_history(described)])
-    view.print_blocks(stdout, [view.closing_panel(result, wire, chosen, db=db, thread=thread_id)])
+    view.print_blocks(stdout, [view.closing_panel(result, wire, chosen, thread=thread_id)])
+    stdout.print("[bold]Next[/bold]")
+    for command in view.next_commands(result, db=db, thread=thread_id):
+        print_lines(stdout, command_lines(command, stdout.width))

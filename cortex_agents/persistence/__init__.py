@@ -1,10 +1,18 @@
 """Persistence: the substrate behind LangGraph's checkpointers, at O(new events) per step.
 
-:func:`open_saver` (sync) and :func:`aopen_saver` (async) give a
-:class:`CortexSaver` over LangGraph's SQLite or Postgres saver with the
-substrate tables in the same database; :func:`memory_saver` keeps both in
-memory; ``CortexSaver.wrap(saver)`` adopts a saver you built yourself (any
-LangGraph ships). Use the saver as any checkpointer, and hold :meth:`CortexSaver.lock`
+One way to get a saver for each lifetime:
+
+- a process, nothing on disk: :func:`memory_saver` returns a :class:`CortexSaver`
+  keeping checkpoints and substrate in memory;
+- a ``with`` block: :func:`open_saver` (sync) and :func:`aopen_saver` (async) are
+  context managers (:class:`SaverContext`, :class:`AsyncSaverContext`) that
+  open a :class:`CortexSaver` over LangGraph's SQLite or Postgres saver, with
+  the substrate tables in the same database, and close it on exit. Pass the
+  saver they yield, not the context manager: ``checkpointer=open_saver(db)``
+  fails on the first step, naming the ``with`` line to write;
+- a LangGraph saver whose lifetime you already manage:
+  ``CortexSaver.wrap(saver)`` adopts it (any saver LangGraph ships).
+ Use the saver as any checkpointer, and hold :meth:`CortexSaver.lock`
 around an invocation to keep one writer per thread: while it is held, every commit
 for the thread is fenced (a writer that lost the lock writes nothing once another
 took the thread; :mod:`cortex_agents.persistence.fencing`). :func:`import_document`
@@ -35,6 +43,7 @@ from cortex_agents.persistence.locks import (
 )
 from cortex_agents.persistence.memory import InMemorySubstrateStore
 from cortex_agents.persistence.saver import DEFAULT_CHANNEL, CortexSaver
+from cortex_agents.persistence.saver_context import AsyncSaverContext, SaverContext
 from cortex_agents.persistence.sql import (
     PostgresSubstrateStore,
     SqliteSubstrateStore,
@@ -68,6 +77,8 @@ __all__ = [
     "PostgresSubstrateStore",
     "ProcessLocks",
     "QuarantinedRow",
+    "SaverContext",
+    "AsyncSaverContext",
     "SqliteSubstrateStore",
     "SubstrateStore",
     "SubstrateView",

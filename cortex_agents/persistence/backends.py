@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 
 from cortex_agents.errors import StorageError
@@ -21,6 +21,7 @@ from cortex_agents.persistence.locks import (
 )
 from cortex_agents.persistence.memory import InMemorySubstrateStore
 from cortex_agents.persistence.saver import DEFAULT_CHANNEL, CortexSaver
+from cortex_agents.persistence.saver_context import AsyncSaverContext, SaverContext
 from cortex_agents.persistence.sql import (
     PostgresSubstrateStore,
     SqliteSubstrateStore,
@@ -231,17 +232,36 @@ def memory_saver(*, channel: str = DEFAULT_CHANNEL) -> CortexSaver:
     )
 
 
-@contextmanager
 def open_saver(
     db: str | Path, *, synchronous: Synchronous = "FULL", channel: str = DEFAULT_CHANNEL
-) -> Iterator[CortexSaver]:
-    """A sync saver over ``SqliteSaver`` or ``PostgresSaver``, closed on exit.
+) -> SaverContext:
+    """A context manager opening a sync saver over ``SqliteSaver`` or ``PostgresSaver``.
+
+    The saver lives for the ``with`` block and is closed on exit::
+
+        with open_saver("work.db") as saver:
+            graph = builder.compile(checkpointer=saver)
+            graph.invoke(...)
+
+    The context manager is not a saver: ``checkpointer=open_saver("work.db")``
+    raises :class:`~cortex_agents.errors.InvalidArgument` on the graph's first
+    step, naming the ``with`` statement to write.
 
     Args:
         db: A SQLite file path (created if missing) or a ``postgresql://`` URL.
         synchronous: SQLite's ``synchronous`` pragma: ``FULL`` (default) or ``NORMAL``.
         channel: The state key holding the substrate.
     """
+    return SaverContext(
+        f"open_saver({str(db)!r})",
+        lambda: _opened_saver(db, synchronous=synchronous, channel=channel),
+    )
+
+
+def _opened_saver(
+    db: str | Path, *, synchronous: Synchronous, channel: str
+) -> Iterator[CortexSaver]:
+    """The body of :func:`open_saver`'s context manager."""
     if is_postgres_url(db):
         require_postgres_extra()
         from langgraph.checkpoint.postgres import PostgresSaver
@@ -273,14 +293,31 @@ def open_saver(
         conn.close()
 
 
-@asynccontextmanager
-async def aopen_saver(
+def aopen_saver(
     db: str | Path, *, synchronous: Synchronous = "FULL", channel: str = DEFAULT_CHANNEL
-) -> AsyncIterator[CortexSaver]:
-    """An async saver over ``AsyncSqliteSaver`` or ``AsyncPostgresSaver``, closed on exit.
+) -> AsyncSaverContext:
+    """An async context manager opening a saver over ``AsyncSqliteSaver`` or ``AsyncPostgresSaver``.
 
-    The substrate store is synchronous and runs off the event loop.
+    The saver lives for the ``async with`` block and is closed on exit; the
+    substrate store is synchronous and runs off the event loop. As with
+    :func:`open_saver`, the context manager is not a saver: pass the saver it
+    yields as the checkpointer.
+
+    Args:
+        db: A SQLite file path (created if missing) or a ``postgresql://`` URL.
+        synchronous: SQLite's ``synchronous`` pragma: ``FULL`` (default) or ``NORMAL``.
+        channel: The state key holding the substrate.
     """
+    return AsyncSaverContext(
+        f"aopen_saver({str(db)!r})",
+        lambda: _aopened_saver(db, synchronous=synchronous, channel=channel),
+    )
+
+
+async def _aopened_saver(
+    db: str | Path, *, synchronous: Synchronous, channel: str
+) -> AsyncIterator[CortexSaver]:
+    """The body of :func:`aopen_saver`'s context manager."""
     import asyncio
 
     if is_postgres_url(db):

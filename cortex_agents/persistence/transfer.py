@@ -34,7 +34,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import empty_checkpoint
 
-from cortex_agents.errors import InvalidArgument, Problem, UnknownNode
+from cortex_agents.errors import InvalidArgument, Problem, UnknownNode, UnknownThread
 from cortex_agents.memory.snapshot import MemorySnapshot
 from cortex_agents.persistence.saver import CortexSaver
 from cortex_agents.persistence.thread_ops import one_transaction
@@ -63,22 +63,6 @@ __all__ = [
     "quarantined_rows",
     "thread_config",
 ]
-
-
-class UnknownThread(UnknownNode):
-    """A thread (run) that has no checkpoint in the database."""
-
-    code = "unknown_thread"
-
-    def __init__(self, thread_id: str, checkpoint_id: str | None = None) -> None:
-        UnknownNode.__init__(self, thread_id)
-        self.checkpoint_id = checkpoint_id
-        if checkpoint_id is None:
-            self.args = (f"no thread {thread_id!r} in this database",)
-        else:
-            self.args = (
-                f"no checkpoint {checkpoint_id!r} of thread {thread_id!r} in this database",
-            )
 
 
 @dataclass(frozen=True, slots=True)

@@ -75,7 +75,10 @@ def wrap_saver(
         MissingExtra: a Postgres saver without the ``[postgres]`` extra.
     """
     from cortex_agents.persistence.saver import CortexSaver
+    from cortex_agents.persistence.saver_context import AsyncSaverContext, SaverContext
 
+    if isinstance(saver, SaverContext | AsyncSaverContext):
+        raise saver.misuse()  # open_saver(db) where `with open_saver(db) as saver` was meant
     if isinstance(saver, CortexSaver):
         if saver.channel != channel:
             raise InvalidArgument(

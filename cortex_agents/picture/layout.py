@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Final
 
+from cortex_agents.errors import CycleError, InvalidArgument
 from cortex_agents.picture.model import Picture
 
 __all__ = ["SWEEPS", "Layout", "layout"]
@@ -66,8 +67,27 @@ def _longest_path_layers(
             if indegree[nxt] == 0:
                 heapq.heappush(ready, (rank[nxt], nxt))
     if done != len(live):  # the substrate is a DAG by construction; never hang on bad input
-        raise ValueError("the graph has a cycle; it cannot be layered")
+        raise CycleError(_one_cycle([n for n in live if indegree[n] > 0], preds, indegree))
     return layer
+
+
+def _one_cycle(
+    stuck: list[str], preds: Mapping[str, list[str]], indegree: Mapping[str, int]
+) -> list[str]:
+    """A cycle among the nodes layering could not reach, first id repeated at the end.
+
+    Each of them keeps a predecessor that is also stuck (else its indegree would
+    have reached 0), so walking back through stuck predecessors must repeat a node.
+    """
+    seen: dict[str, int] = {}
+    path: list[str] = []
+    node = stuck[0]
+    while node not in seen:
+        seen[node] = len(path)
+        path.append(node)
+        node = next(p for p in preds[node] if indegree[p] > 0)
+    cycle = path[seen[node] :]
+    return [*reversed(cycle), cycle[-1]]
 
 
 def _centred(layers: list[list[str]]) -> dict[str, Fraction]:
@@ -107,7 +127,8 @@ def layout(picture: Picture, *, sweeps: int = SWEEPS) -> Layout:
         sweeps: How many down-and-up barycenter sweeps to run.
 
     Raises:
-        ValueError: the live edges close a cycle or name an unknown or retired node.
+        CycleError: (a ``ValueError``) the live edges close a cycle.
+        InvalidArgument: (a ``ValueError``) an edge names an unknown or retired node.
     """
     live = [n.id for n in picture.nodes if not n.retired]
     rank = {n.id: n.order for n in picture.nodes}
@@ -115,7 +136,9 @@ def layout(picture: Picture, *, sweeps: int = SWEEPS) -> Layout:
     succs: dict[str, list[str]] = {n: [] for n in live}
     for source, target in picture.edges:
         if source not in succs or target not in preds:
-            raise ValueError(f"edge {source!r} -> {target!r} does not join two live nodes")
+            raise InvalidArgument(
+                "picture.edges", "must each join two live nodes", (source, target)
+            )
         succs[source].append(target)
         preds[target].append(source)
     layer_of = _longest_path_layers(live, preds, succs)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from cortex_agents.errors import InvalidArgument
 from cortex_agents.picture.geometry import REWRITE_COLOR, STATUS_COLORS, badge_text, fit
 from cortex_agents.picture.layout import Layout, layout
 from cortex_agents.picture.model import Picture
@@ -80,10 +81,10 @@ def to_mermaid(picture: Picture, shape: Layout | None = None, *, direction: str 
         direction: ``TD`` (top-down) or ``LR``.
 
     Raises:
-        ValueError: an unknown direction.
+        InvalidArgument: (a ``ValueError``) an unknown direction.
     """
     if direction not in ("TD", "LR"):
-        raise ValueError(f"direction must be 'TD' or 'LR', got {direction!r}")
+        raise InvalidArgument("direction", "must be 'TD' or 'LR'", direction)
     shape = shape if shape is not None else layout(picture)
     by_id = {n.id: n for n in picture.nodes}
     ref = {n.id: f"n{n.order}" for n in picture.nodes}

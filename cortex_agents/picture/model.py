@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from cortex_agents.errors import UnknownNode
 from cortex_agents.substrate.state import GraphState
 
 __all__ = [
@@ -145,12 +146,12 @@ class Picture:
         """The node with this id.
 
         Raises:
-            KeyError: no such node.
+            UnknownNode: (a ``LookupError``) no such node.
         """
         for n in self.nodes:
             if n.id == node_id:
                 return n
-        raise KeyError(node_id)
+        raise UnknownNode(node_id)
 
     def status_counts(self) -> dict[str, int]:
         """How many nodes have each status, in first-seen order."""

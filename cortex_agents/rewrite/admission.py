@@ -30,6 +30,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from cortex_agents.errors import CortexError
 from cortex_agents.rewrite.algebra import RewriteDiff, global_id, plan_diff
 from cortex_agents.rewrite.budget import exceeded, local_shape, remaining, subtract
 from cortex_agents.rewrite.policy import RewritePolicy
@@ -41,8 +42,10 @@ from cortex_agents.substrate.state import GraphState
 __all__ = ["Rejection", "admit", "recorded_proposal", "refuse", "static_cost"]
 
 
-class Rejection(Exception):
+class Rejection(CortexError):
     """A failed admission check (internal: :func:`admit` turns it into a rejected fact)."""
+
+    code: RejectionCode
 
     def __init__(self, code: RejectionCode, check: str, message: str) -> None:
         self.code = code

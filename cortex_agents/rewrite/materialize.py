@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from cortex_agents.errors import InvalidArgument
 from cortex_agents.rewrite.algebra import RewriteDiff
 from cortex_agents.substrate.events import (
     EdgeAdded,
@@ -30,10 +31,14 @@ def materialize(fact: RewriteFact, at: datetime) -> list[Event]:
     """The events that apply one admitted rewrite.
 
     Raises:
-        ValueError: the fact was not admitted.
+        InvalidArgument: (a ``ValueError``) the fact was not admitted.
     """
     if fact.decision != "admitted" or fact.rewrite_id is None:
-        raise ValueError(f"only an admitted rewrite materializes (got {fact.decision!r})")
+        raise InvalidArgument(
+            "fact.decision",
+            "must be 'admitted' (only an admitted rewrite materializes)",
+            fact.decision,
+        )
     diff = RewriteDiff.from_dict(fact.diff)
     tag = f"rewrite-{fact.rewrite_id}"
     events: list[Event] = [

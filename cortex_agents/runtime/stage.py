@@ -27,7 +27,7 @@ from typing import Any, Final
 
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
-from cortex_agents.errors import InvalidArgument, InvalidEvent
+from cortex_agents.errors import InvalidArgument, InvalidEvent, InvalidOutput
 from cortex_agents.memory.handle import MemoryHandle
 from cortex_agents.memory.presets import BUILTIN_PRESETS, PresetRegistry
 from cortex_agents.memory.snapshot import MemorySnapshot
@@ -64,16 +64,16 @@ def to_json_output(output: Any) -> Any:
     and it nests at most :data:`~cortex_agents.substrate.events.MAX_DEPTH` levels.
 
     Raises:
-        TypeError: the output cannot be represented as storable JSON.
+        InvalidOutput: (a ``TypeError``) the output cannot be represented as storable JSON.
     """
     try:
         value = to_jsonable_python(output)
     except (PydanticSerializationError, TypeError, ValueError, RecursionError) as exc:
-        raise TypeError(f"stage output is not JSON-serialisable: {exc}") from None
+        raise InvalidOutput(str(exc)) from None
     try:
         return storable_json(value, "output")
     except InvalidArgument as exc:
-        raise TypeError(f"stage output is not JSON-serialisable: {exc}") from None
+        raise InvalidOutput(str(exc)) from None
 
 
 def bind_context(
@@ -147,7 +147,7 @@ def _record(
     if error is None:
         try:
             value = to_json_output(outcome)
-        except TypeError as exc:
+        except InvalidOutput as exc:
             reason = f"TypeError: {exc}"  # the output's fault, not a line of the stage's code
     if reason is not None:
         failed = StageFailed(node_id=ctx.stage_id, at=ctx.clock(), error=reason)

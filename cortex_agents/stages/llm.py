@@ -23,7 +23,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool
 
-from cortex_agents.errors import CortexError, InvalidArgument
+from cortex_agents.errors import InvalidArgument, ModelUnavailable
 from cortex_agents.memory.match import Match
 from cortex_agents.memory.strategy import Topological
 from cortex_agents.runtime.context import StageContext
@@ -67,12 +67,6 @@ __all__ = [
 CHAT_MODEL: Final = "chat_model"
 
 _K = TypeVar("_K", bound=str)
-
-
-class ModelUnavailable(CortexError, RuntimeError):
-    """An LLM stage ran without a chat model configured."""
-
-    code = "model_unavailable"
 
 
 def build_chat_model(

@@ -15,19 +15,13 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
-from cortex_agents.errors import CortexError
+from cortex_agents.errors import NetworkBlocked
 
 if TYPE_CHECKING:
     # The stubs declare `connect` on the C base class; the patched methods take its instances.
     from _socket import socket as RawSocket
 
 __all__ = ["NetworkBlocked", "network_blocked"]
-
-
-class NetworkBlocked(CortexError, ConnectionError):
-    """Code tried to open a network connection while the network is blocked."""
-
-    code = "network_blocked"
 
 
 def _addresses(hosts: Iterable[str]) -> frozenset[str]:

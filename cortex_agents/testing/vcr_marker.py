@@ -39,13 +39,15 @@ from typing import Any, Final
 
 import pytest
 
+from cortex_agents.errors import CortexError
+
 __all__ = ["default_cassette_name", "vcr", "vcr_cassette_dir", "vcr_config"]
 
 _FAILED: Final = pytest.StashKey[bool]()
 _FORBIDDEN_IN_NAMES: Final = "<>?%*:|\"'/\\"
 
 
-class _TestFailed(Exception):
+class _TestFailed(CortexError):
     """Thrown into a cassette's context when its test failed, so nothing is saved."""
 
 

@@ -62,7 +62,7 @@ from langgraph.prebuilt import ToolRuntime
 from langgraph.types import Command
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
-from cortex_agents.errors import InvalidArgument, InvalidEvent
+from cortex_agents.errors import CortexError, InvalidArgument, InvalidEvent
 from cortex_agents.memory.presets import BUILTIN_PRESETS, PresetRegistry
 from cortex_agents.memory.strategy import Topological
 from cortex_agents.persistence.wrap import require_substrate_saver
@@ -144,8 +144,10 @@ class GraphBinding:
             )
 
 
-class _Unavailable(Exception):
+class _Unavailable(CortexError):
     """The graph gives the tool nothing to bind (no substrate key)."""
+
+    code = "unavailable"
 
 
 def _read(state: Any, key: str) -> Any:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
-import time
 from datetime import timedelta
 from typing import Any
 
@@ -76,15 +75,20 @@ def test_a_frontier_runs_in_parallel_in_one_superstep():
 
 
 def test_siblings_never_appear_in_a_stage_entry_snapshot():
+    fast_returned = threading.Event()
+
     def settle(ctx: StageContext) -> dict:
-        if ctx.stage_id == "slow":
-            time.sleep(0.3)
+        if ctx.stage_id == "slow":  # looks only once its sibling has finished
+            assert fast_returned.wait(30), "`fast` never ran beside `slow`"
         seen = [m.node_id for m in ctx.memory.query()]
         visible_nodes = sorted(ctx.memory.snapshot.nodes)
-        return {
+        out = {
             "memory": seen,
             "settled": [n for n in visible_nodes if ctx.memory.snapshot.nodes[n].settled],
         }
+        if ctx.stage_id == "fast":
+            fast_returned.set()
+        return out
 
     wire = (
         WireBuilder("iso")
@@ -182,7 +186,7 @@ def test_outputs_must_be_json_and_pydantic_models_are_dumped():
 
 def test_async_stage_functions_run():
     async def slow(ctx: StageContext) -> dict:
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0)  # suspends: the stage really is awaited, not called
         return {"done": ctx.stage_id}
 
     wire = WireBuilder("async").kind("k", slow).stage("x", "k").stage("y", "k", after=["x"]).build()
@@ -252,20 +256,31 @@ def test_a_finished_thread_resumes_without_redoing_anything(tmp_path):
 def test_a_logical_clock_gives_parallel_stages_the_same_times_in_every_run():
     from cortex_agents.runtime import LogicalClock
 
-    def jitter(ctx: StageContext) -> dict:
-        time.sleep(0.001 * (hash(ctx.stage_id) % 7))  # shuffle the threads' order
+    # Each run finishes the three parallel stages in another order, forced by events: a
+    # stage waits for the one before it in that order (the root, alone, waits for none).
+    orders = [("a", "b", "c"), ("c", "b", "a"), ("b", "c", "a"), ("c", "a", "b")]
+    run: dict[str, Any] = {}  # this run's order and one event per stage
+
+    def in_order(ctx: StageContext) -> dict:
+        order, finished = run["order"], run["finished"]
+        if ctx.stage_id in order and (i := order.index(ctx.stage_id)) > 0:
+            assert finished[order[i - 1]].wait(30), f"{order[i - 1]!r} never finished"
+        finished[ctx.stage_id].set()
         return {"at": ctx.entry_time.isoformat()}
 
     wire = (
         WireBuilder("lc")
-        .kind("k", jitter)
+        .kind("k", in_order)
         .stage("root", "k")
         .stage("a", "k", after=["root"])
         .stage("b", "k", after=["root"])
         .stage("c", "k", after=["root"])
         .build()
     )
-    runs = [Runtime(wire, memory_saver(), clock=LogicalClock(T0)).run("t") for _ in range(4)]
+    runs = []
+    for order in orders:
+        run.update(order=order, finished={n: threading.Event() for n in ("root", "a", "b", "c")})
+        runs.append(Runtime(wire, memory_saver(), clock=LogicalClock(T0)).run("t"))
     logs = [[event_to_dict(e) for e in r.log] for r in runs]
     assert all(log == logs[0] for log in logs)
     entries = {e.node_id: e.at for e in runs[0].log if isinstance(e, StageStarted)}
@@ -297,14 +312,18 @@ def test_a_stage_mutating_its_inputs_config_or_run_input_changes_nothing_recorde
     def source(ctx: StageContext) -> dict:
         return {"items": [1], "meta": {"v": 1}}
 
+    vandalised = threading.Event()
+
     def vandal(ctx: StageContext) -> dict:
         ctx.inputs["src"]["items"].append("MUTATED")
         ctx.config["nested"]["n"] = "MUTATED"
         ctx.run_input["claim"] = "HIJACKED"
+        vandalised.set()
         return {"ok": True}
 
     def reader(ctx: StageContext) -> dict:
-        time.sleep(0.05)  # runs beside the vandal, in the same frontier
+        # runs beside the vandal, in the same frontier, and reads after its mutations
+        assert vandalised.wait(30), "the vandal never ran beside the reader"
         seen["inputs"], seen["run_input"] = ctx.inputs["src"], ctx.run_input
         return {"ok": True}
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import multiprocessing
-import time
 
 import pytest
 
 from cortex_agents.errors import ThreadBusy
-from cortex_agents.persistence import open_saver
+from cortex_agents.persistence import locks, open_saver
 from tests.graphs import chain_graph, expected_log
 
 STEPS_PER_WRITER = 6
@@ -24,10 +23,28 @@ def advance(database: str, steps: int) -> None:
             app.invoke({"goal": state.get("steps", 0) + steps}, CONFIG)
 
 
-def hold(database: str, seconds: float, held) -> None:
+def hold(database: str, held, release) -> None:
+    """Hold the shared thread's lock from ``held`` until ``release`` (or 120 s, a safety net)."""
     with open_saver(database) as saver, saver.lock("shared"):
         held.set()
-        time.sleep(seconds)
+        release.wait(120)
+
+
+class SteppingClock:
+    """Stands in for ``time`` in the locks module: each reading is 0.1 s after the one
+    before, and a poll's sleep is counted instead of slept, so how long a lock waits
+    is decided by its code, not by the machine's speed."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.polls = 0
+
+    def monotonic(self) -> float:
+        self.now += 0.1
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.polls += 1
 
 
 @pytest.fixture
@@ -53,23 +70,31 @@ def test_concurrent_writers_lose_nothing(durable_database, spawn):
         assert final["substrate"] == expected_log(4 * STEPS_PER_WRITER)
 
 
-def test_a_busy_thread_is_refused_with_thread_busy(durable_database, spawn):
+def test_a_busy_thread_is_refused_with_thread_busy(durable_database, spawn, monkeypatch):
     with open_saver(durable_database):
         pass
-    held = spawn.Event()
-    holder = spawn.Process(target=hold, args=(durable_database, 3.0, held))
+    held, release = spawn.Event(), spawn.Event()
+    holder = spawn.Process(target=hold, args=(durable_database, held, release))
     holder.start()
     try:
         assert held.wait(60)
         with open_saver(durable_database) as saver:
-            started = time.monotonic()
-            with pytest.raises(ThreadBusy) as caught, saver.lock("shared", timeout=0.3):
+            clock = SteppingClock()
+            monkeypatch.setattr(locks, "time", clock)
+            with pytest.raises(ThreadBusy) as caught, saver.lock("shared", timeout=0.55):
                 pass
+            # it polled until its timeout had passed on its clock, then gave up
             assert caught.value.thread_id == "shared"
-            assert 0.25 <= time.monotonic() - started < 2.5
+            assert caught.value.waited >= 0.55 and clock.polls >= 2
+            polls = clock.polls
+            with pytest.raises(ThreadBusy), saver.lock("shared", timeout=0):
+                pass
+            assert clock.polls == polls  # timeout 0: refused at once, no poll
+            monkeypatch.undo()
             with saver.lock("other-thread", timeout=0):  # other threads are unaffected
                 pass
     finally:
+        release.set()
         holder.join(30)
     with open_saver(durable_database) as saver, saver.lock("shared", timeout=0):
         pass  # released when the holder exited
@@ -78,11 +103,11 @@ def test_a_busy_thread_is_refused_with_thread_busy(durable_database, spawn):
 def test_a_dead_holder_never_blocks_a_resume(durable_database, spawn):
     with open_saver(durable_database):
         pass
-    held = spawn.Event()
-    holder = spawn.Process(target=hold, args=(durable_database, 60.0, held))
+    held, never = spawn.Event(), spawn.Event()
+    holder = spawn.Process(target=hold, args=(durable_database, held, never))
     holder.start()
     assert held.wait(60)
-    holder.kill()  # SIGKILL: no cleanup runs
+    holder.kill()  # SIGKILL while it holds the lock: no cleanup runs
     holder.join(30)
     with open_saver(durable_database) as saver, saver.lock("shared", timeout=5):
         pass

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 
@@ -104,13 +105,33 @@ def test_the_closing_panel_says_what_to_look_at(first, replayed):
     )
     ranking = f"ranking: scorer {call.result['query']['scorer']}; score = (0.25·graph + "
     assert ranking + "0.25·temporal + 1·semantic) / 1.5" in text
-    assert (
-        "mostly on the semantic axis" in text
-        or "mostly on the graph axis" in text
-        or ("mostly on the temporal axis" in text)
-    )
+    assert re.search(r"mostly on the (semantic|graph|temporal) axis|are a near-tie", text)
     assert f"What the runtime recorded {len(replayed.log)} events in thread demo:" in text
-    assert f"cortex-agents inspect {db} --thread demo" in text
+    assert ["cortex-agents", "inspect", str(db), "--thread", "demo"] in next_commands(out)
+
+
+def next_commands(out: str) -> list[list[str]]:
+    """The commands printed after "Next", as a shell reads them pasted (continuations joined)."""
+    tail = out[out.rindex("\nNext\n") + len("\nNext\n") :]
+    joined = tail.replace("\\\n", " ")
+    return [shlex.split(line) for line in joined.splitlines() if line.strip()]
+
+
+SEEN = ("--as-seen-by", "reviewer", "-o", "seen.json")
+
+
+def test_at_80_columns_no_stage_shows_a_time_and_every_next_command_pastes_whole(first):
+    db, out = first
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert "0.00s" not in out and not re.search(r"\d\.\d\ds\)", out)
+    assert "✓ planner (planner, replayed)" in out
+    assert next_commands(out) == [
+        ["cortex-agents", "inspect", str(db), "--thread", "demo"],
+        ["cortex-agents", "export", str(db), "--thread", "demo", *SEEN],
+    ]
+    # the header breaks before an arrow, never after one
+    assert not any(line.rstrip().endswith("->") for line in out.splitlines())
+    assert "hops = edges from reviewer; graph = 1/(1 + hops); key = the branch" in out
 
 
 def test_the_forced_choices_are_stated(first, tmp_path):

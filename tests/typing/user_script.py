@@ -26,31 +26,32 @@ from pydantic import BaseModel
 
 from cortex_agents import (
     BUILTIN_PRESETS,
-    BUILTIN_SCORERS,
+    CortexSaver,
     InvalidArgument,
     Match,
     MemoryHandle,
     MemorySnapshot,
     NodeRecord,
-    Problem,
     Projection,
+    Runtime,
     ScorerEntry,
-    SnapshotDocument,
+    StageContext,
     SubstrateState,
     Topological,
-    UnknownScorer,
-    WriterFenced,
+    WalkSpec,
+    WireBuilder,
     dump_snapshot,
     graph_memory_tools,
     load_snapshot,
     memory_saver,
+    open_saver,
     stage_node,
     substrate_from_snapshot,
-    validate_snapshot,
 )
-from cortex_agents.memory import PresetRegistry, WalkSpec
-from cortex_agents.persistence import CortexSaver, open_saver
-from cortex_agents.runtime import RunResult, Runtime, StageContext, Wire, WireBuilder
+from cortex_agents.errors import Problem, UnknownScorer, WriterFenced
+from cortex_agents.memory import BUILTIN_SCORERS, PresetRegistry
+from cortex_agents.runtime import RunResult, Wire
+from cortex_agents.snapshot_file import SnapshotDocument, validate_snapshot
 from cortex_agents.substrate import NodeId, SubstrateLog, append_events
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "claim_review.json"

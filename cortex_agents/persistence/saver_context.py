@@ -1,0 +1,135 @@
+"""What :func:`~cortex_agents.persistence.open_saver` returns: a context manager, not a saver.
+
+A saver on a database owns a connection, so it is opened for a lifetime and
+closed at its end: ``with open_saver("x.db") as saver: graph.compile(checkpointer=saver)``.
+Handing the context manager itself to LangGraph (``checkpointer=open_saver("x.db")``)
+is the easy mistake. LangGraph's own check refuses anything that is not a
+``BaseCheckpointSaver`` with a message that does not say what to write instead,
+and a plain ``@contextmanager`` object would reach it.
+
+So, at run time only, these classes also derive from ``BaseCheckpointSaver``:
+``compile`` accepts them, and the first thing LangGraph asks of its
+checkpointer (reading the thread's latest checkpoint, before any node runs)
+raises :class:`~cortex_agents.errors.InvalidArgument` with the ``with`` line to
+write. Type checkers do not see that base, so ``mypy`` still flags the mistake
+before it runs. Nothing is opened until ``__enter__``: a misused context
+manager holds no connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from cortex_agents.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from cortex_agents.persistence.saver import CortexSaver
+
+    _NotASaver = object
+else:
+    from langgraph.checkpoint.base import BaseCheckpointSaver as _NotASaver
+
+__all__ = ["AsyncSaverContext", "SaverContext", "misused"]
+
+
+def misused(call: str, *, asynchronous: bool) -> InvalidArgument:
+    """The error for a saver's context manager used as the saver itself."""
+    opening = f"async with {call} as saver:" if asynchronous else f"with {call} as saver:"
+    return InvalidArgument(
+        "checkpointer",
+        f"must be a saver, and {call} is a context manager that opens one for a lifetime: "
+        f"write `{opening}` and pass `checkpointer=saver` inside the block "
+        "(memory_saver() is a saver with no file to close)",
+        call,
+    )
+
+
+class _Refusing(_NotASaver):  # type: ignore[misc, valid-type, unused-ignore]
+    """A ``BaseCheckpointSaver`` at run time whose every checkpoint operation explains the misuse."""
+
+    _call: str
+    _asynchronous: bool
+
+    def misuse(self) -> InvalidArgument:
+        """The error for this context manager passed where its saver belongs."""
+        return misused(self._call, asynchronous=self._asynchronous)
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise self.misuse()
+
+    # what LangGraph calls first, sync and async, and the rest of the saver protocol
+    get_tuple = aget_tuple = list = alist = _refuse
+    put = aput = put_writes = aput_writes = _refuse
+    delete_thread = adelete_thread = get_next_version = _refuse
+
+    def __repr__(self) -> str:
+        return f"<context manager {self._call}>"
+
+
+class SaverContext(_Refusing, AbstractContextManager["CortexSaver"]):
+    """A context manager yielding a :class:`CortexSaver` that is closed on exit.
+
+    Not a saver itself: ``checkpointer=open_saver(db)`` fails on the graph's
+    first step, naming the ``with`` statement to write.
+    """
+
+    def __init__(self, call: str, opener: Callable[[], Iterator[CortexSaver]]) -> None:
+        self._call = call
+        self._asynchronous = False
+        self._opener = opener
+        self._opened: AbstractContextManager[CortexSaver] | None = None
+
+    def __enter__(self) -> CortexSaver:
+        from contextlib import contextmanager
+
+        if self._opened is not None:
+            raise InvalidArgument(
+                "saver", "is already open: call open_saver(...) again for another", self._call
+            )
+        self._opened = contextmanager(self._opener)()
+        return self._opened.__enter__()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool | None:
+        assert self._opened is not None  # __exit__ follows __enter__
+        return self._opened.__exit__(exc_type, exc, traceback)
+
+
+class AsyncSaverContext(_Refusing, AbstractAsyncContextManager["CortexSaver"]):
+    """An async context manager yielding a :class:`CortexSaver` that is closed on exit.
+
+    Not a saver itself: ``checkpointer=aopen_saver(db)`` fails on the graph's
+    first step, naming the ``async with`` statement to write.
+    """
+
+    def __init__(self, call: str, opener: Callable[[], AsyncIterator[CortexSaver]]) -> None:
+        self._call = call
+        self._asynchronous = True
+        self._opener = opener
+        self._opened: AbstractAsyncContextManager[CortexSaver] | None = None
+
+    async def __aenter__(self) -> CortexSaver:
+        from contextlib import asynccontextmanager
+
+        if self._opened is not None:
+            raise InvalidArgument(
+                "saver", "is already open: call aopen_saver(...) again for another", self._call
+            )
+        self._opened = asynccontextmanager(self._opener)()
+        return await self._opened.__aenter__()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool | None:
+        assert self._opened is not None  # __aexit__ follows __aenter__
+        return await self._opened.__aexit__(exc_type, exc, traceback)
