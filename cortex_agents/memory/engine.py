@@ -43,6 +43,7 @@ from cortex_agents.memory.embedding import VectorScorer
 from cortex_agents.memory.entities import names_in
 from cortex_agents.memory.lexical import BM25
 from cortex_agents.memory.match import Match, Ranking
+from cortex_agents.memory.radix import stable_order, then_by
 from cortex_agents.memory.scorers import Blend
 from cortex_agents.memory.scoring import MICROS_PER_SECOND, clamp_axis
 from cortex_agents.memory.semantic import SemanticScorer, TokenJaccard
@@ -119,7 +120,9 @@ def _influence(
     walk = _walk(index, relation, origin, memo)
     cone = np.concatenate(([origin], walk.nodes))
     k = len(cone)
-    ranked = np.lexsort((index.labels(cone), index.depths(cone)))  # (depth, id) ascending
+    # (depth, id) ascending: ids are distinct (no tie for a stable sort to keep), then
+    # depths, small integers, by radix passes
+    ranked = then_by(np.argsort(index.labels(cone)), index.depths(cone))
     if relation == "ancestors":
         ranked = ranked[::-1]
     position = np.empty(index.n, dtype=np.int64)
@@ -127,7 +130,7 @@ def _influence(
     src, dst = index.cone_edges(relation, cone)
     from_pos, to_pos = position[src], position[dst]
     counts = np.bincount(from_pos, minlength=k)
-    rows_off = to_pos[np.lexsort((to_pos, from_pos))]
+    rows_off = to_pos[then_by(stable_order(to_pos), from_pos)]  # by (from, to)
     # alpha / outdeg(u), as the reference computes it; sinks (outdeg 0) own no entries.
     weights = -(alpha / np.maximum(counts, 1).astype(np.float64))
     offdiag = len(rows_off)
