@@ -99,6 +99,7 @@ def describe(snapshot: MemorySnapshot) -> dict:
         "settled": dict(zip(ids, view.settled(nodes).tolist(), strict=True)),
         "observed": dict(zip(ids, view.observed_us(nodes).tolist(), strict=True)),
         "kinds": {ids[i]: kind_names[k] for i, k in enumerate(view.kind_ids(nodes).tolist())},
+        "depths": dict(zip(ids, view.depths(nodes).tolist(), strict=True)),
         "routing": {ids[i]: fields.routing_key(i) for i in range(view.n)},
         "routing_ids": {
             ids[i]: routing_keys[k] for i, k in enumerate(fields.routing_ids(nodes).tolist())
@@ -159,6 +160,55 @@ def test_views_taken_at_many_points_of_one_long_run_stay_exact():
     for length in sorted(rng.sample(range(len(events) + 1), 25)):  # ... then older views
         assert_view_exact(log.prefix(length), queries=3, rng=rng)
     assert log.branch._derived[MEMORY_INDEX].length == len(events)
+
+
+def assert_views_equal(live: SubstrateLog, restarted: SubstrateLog, rng: random.Random) -> None:
+    """Two logs of the same events, each reading its own branch's index: same answers, bit for bit."""
+    captured = T0 + timedelta(hours=2)
+    ours = MemorySnapshot.from_log(live, captured)
+    theirs = MemorySnapshot.from_log(restarted, captured)
+    assert ours.index.index is not theirs.index.index
+    assert ours.index.length == theirs.index.length == len(live)
+    assert describe(ours) == describe(theirs)
+    for origin in rng.sample(sorted(ours.nodes), min(3, len(ours.nodes))):
+        for spec in rng.sample(SPECS, 4):
+            text = rng.choice(["", "n001 at 3", "at n004 9"])
+            query = Query(text=text, scorer=rng.choice([token_jaccard, SCORER]))
+            assert rows(query_vectorised(ours, origin, spec, query)) == rows(
+                query_vectorised(theirs, origin, spec, query)
+            )
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.integers(0, 2**32))
+def test_an_index_rebuilt_after_a_restart_equals_the_incremental_one_at_many_points(seed):
+    # the run as it happened: one index per branch, extended by each step's few events; a
+    # restart at a random point reads the events back from storage into a new branch, whose
+    # index is built from all of them in one batch, then the resumed run goes on from it
+    from cortex_agents.persistence.store import decode_event, encode_event
+    from cortex_agents.substrate.log import LogBuffer
+
+    rng = random.Random(seed)
+    events = random_run(rng, 260)
+    live = SubstrateLog()
+
+    def grow(upto: int) -> SubstrateLog:  # bound after every step, as stages do
+        nonlocal live
+        while len(live) < upto:
+            live = live.appended(events[len(live) : min(upto, len(live) + rng.randint(1, 5))])
+            MemorySnapshot.from_log(live, T0).index.fields(default_extractor)
+        return live.prefix(upto)
+
+    for point in sorted(rng.sample(range(1, len(events) - 10), 6)):
+        stored = [decode_event(encode_event(event)) for event in events[:point]]
+        restarted = LogBuffer(stored).view(point)
+        assert_views_equal(grow(point), restarted, rng)
+        for older in rng.sample(range(point), min(2, point)):  # the rebuilt index, older views
+            assert_views_equal(grow(older), restarted.prefix(older), rng)
+        resumed = restarted.appended(events[point : point + rng.randint(1, 10)])
+        assert resumed.branch is not restarted.branch  # storage's branch is never extended
+        assert_views_equal(grow(len(resumed)), resumed, rng)
+        assert_view_exact(resumed, rng=rng)  # and both equal an index of the fold
 
 
 def chain(n: int, *, settle: bool = True) -> list:
