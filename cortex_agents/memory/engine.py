@@ -58,6 +58,8 @@ if TYPE_CHECKING:
 __all__ = ["QueryMemo", "query_vectorised", "rank_vectorised"]
 
 FloatArray = npt.NDArray[np.float64]
+_LABEL_SHIFT: Final = 2**62
+"""Id labels lie in [-2**62, 2**62] (:mod:`cortex_agents.memory.idorder`): shifted, in [0, 2**63)."""
 _RELATIONS: Final[dict[str, tuple[str, ...]]] = {
     "ancestors": ("ancestors",),
     "descendants": ("descendants",),
@@ -120,17 +122,20 @@ def _influence(
     walk = _walk(index, relation, origin, memo)
     cone = np.concatenate(([origin], walk.nodes))
     k = len(cone)
-    # (depth, id) ascending: ids are distinct (no tie for a stable sort to keep), then
-    # depths, small integers, by radix passes
-    ranked = then_by(np.argsort(index.labels(cone)), index.depths(cone))
+    # (depth, id) ascending, by radix passes: labels (shifted to be non-negative), then depths
+    ranked = then_by(stable_order(index.labels(cone) + _LABEL_SHIFT), index.depths(cone))
     if relation == "ancestors":
         ranked = ranked[::-1]
     position = np.empty(index.n, dtype=np.int64)
     position[cone[ranked]] = np.arange(k)  # the origin comes first
-    src, dst = index.cone_edges(relation, cone)
-    from_pos, to_pos = position[src], position[dst]
-    counts = np.bincount(from_pos, minlength=k)
-    rows_off = to_pos[then_by(stable_order(to_pos), from_pos)]  # by (from, to)
+    found = index.successors(relation, cone[ranked])
+    if found is not None:  # grouped by position already; scipy orders rows within a column
+        counts, rows_off = found[0], position[found[1]]
+    else:
+        src, dst = index.cone_edges(relation, cone)
+        from_pos, to_pos = position[src], position[dst]
+        counts = np.bincount(from_pos, minlength=k)
+        rows_off = to_pos[then_by(stable_order(to_pos), from_pos)]  # by (from, to)
     # alpha / outdeg(u), as the reference computes it; sinks (outdeg 0) own no entries.
     weights = -(alpha / np.maximum(counts, 1).astype(np.float64))
     offdiag = len(rows_off)

@@ -411,6 +411,11 @@ class MemoryIndex:
         self.depths.value.data[: len(depth)] = depth
 
     # -- compiled adjacency ---------------------------------------------------------------
+    def compiled(self, relation: str, edges: int, removals: int) -> Any:
+        """The CSR matrix :meth:`adjacency` built for that edge set, or ``None`` (never builds)."""
+        with self.lock:
+            return self._adjacency.get((relation, edges, removals))
+
     def adjacency(self, relation: str, edges: int, removals: int) -> Any:
         """A scipy CSR matrix of ``relation`` over the first ``edges`` edges less the first
         ``removals`` removals — the edge set of every view with those counts — or ``None``.

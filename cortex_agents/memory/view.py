@@ -131,6 +131,26 @@ class IndexView:
         with self.index.lock:
             return self.index.depths.at(nodes, self.length)
 
+    def successors(self, relation: str, nodes: IntArray) -> tuple[IntArray, IntArray] | None:
+        """Each node's out-degree in ``relation`` and its successors, node after node, read
+        from the compiled matrix of this view's edge set — ``None`` when none was built.
+
+        No sort: the edges come grouped by their first node, in the order of ``nodes``.
+        """
+        matrix = self.index.compiled(relation, self.edges, self.removals)
+        if matrix is None:
+            return None
+        # the matrix spans the nodes held when it was built: later ones have no edge in it
+        indptr = matrix.indptr
+        rows = np.minimum(nodes, matrix.shape[0])
+        starts = indptr[rows]
+        counts = (indptr[np.minimum(rows + 1, matrix.shape[0])] - starts).astype(np.int64)
+        total = int(counts.sum())
+        # entry t of node j's run sits at starts[j] + t: one gather of every run, in order
+        ahead = np.cumsum(counts) - counts
+        at = np.repeat(starts - ahead, counts) + np.arange(total)
+        return counts, matrix.indices[at].astype(np.int64)
+
     def cone_edges(self, relation: str, cone: IntArray) -> tuple[IntArray, IntArray]:
         """The edges of ``relation`` out of ``cone`` nodes, as ``(from, to)`` ordinals.
 
