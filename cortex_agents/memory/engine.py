@@ -75,6 +75,16 @@ class _Walk:
     hops: IntArray
 
 
+@dataclass(frozen=True, slots=True)
+class _Columns:
+    """What a view holds of a candidate set that no query changes, read once per memo."""
+
+    settled: npt.NDArray[np.bool_]
+    kinds: IntArray
+    observed: IntArray
+    labels: IntArray
+
+
 @dataclass
 class QueryMemo:
     """Memoised walks and influence maps for one snapshot.
@@ -83,6 +93,7 @@ class QueryMemo:
         walks: ``(origin, relation) -> _Walk``.
         influence: ``(origin, relation, alpha) -> influence aligned with the walk``.
         merged: ``(origin, direction, prior, alpha) -> (nodes, hops, graph axis)``.
+        columns: The same key -> what the view holds of those candidates (:class:`_Columns`).
         influence_computations: How many influence solves ran (for tests and stats).
     """
 
@@ -91,6 +102,7 @@ class QueryMemo:
     merged: dict[tuple[int, str, str, float], tuple[IntArray, IntArray, FloatArray]] = field(
         default_factory=dict
     )
+    columns: dict[tuple[int, str, str, float], _Columns] = field(default_factory=dict)
     influence_computations: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -199,6 +211,23 @@ def _merged(
     result = (nodes, hops, graph)
     memo.merged[key] = result
     return result
+
+
+def _columns(
+    index: IndexView, origin: int, spec: WalkSpec, nodes: IntArray, memo: QueryMemo
+) -> _Columns:
+    """The view's columns of the candidates :func:`_merged` gave (memoised with them)."""
+    key = (origin, spec.direction, spec.prior, spec.alpha if spec.prior == "influence" else 0.0)
+    cached = memo.columns.get(key)
+    if cached is None:
+        cached = _Columns(
+            index.settled(nodes),
+            index.kind_ids(nodes),
+            index.observed_us(nodes),
+            index.labels(nodes),
+        )
+        memo.columns[key] = cached
+    return cached
 
 
 def _beyond_boundary(
@@ -326,19 +355,20 @@ def rank_vectorised(
         raise UnknownNode(origin)
 
     nodes, hops, graph = _merged(index, start, spec, memo)
+    columns = _columns(index, start, spec, nodes, memo)
     keep = np.ones(len(nodes), dtype=bool)
     if spec.max_distance is not None:
         keep &= hops <= spec.max_distance
     if spec.past_boundary is not None:
         keep &= _beyond_boundary(index, spec, spec.past_boundary, start, memo)[nodes]
     if spec.scope == "settled_only":
-        keep &= index.settled(nodes)
+        keep &= columns.settled
     if query.kinds is not None:
         wanted = [index.kind_id(k) for k in query.kinds]
-        keep &= np.isin(index.kind_ids(nodes), [k for k in wanted if k is not None])
+        keep &= np.isin(columns.kinds, [k for k in wanted if k is not None])
     if query.exclude_kinds:
         unwanted = [index.kind_id(k) for k in query.exclude_kinds]
-        keep &= ~np.isin(index.kind_ids(nodes), [k for k in unwanted if k is not None])
+        keep &= ~np.isin(columns.kinds, [k for k in unwanted if k is not None])
     fields = None
     if query.routing_key is not None:
         fields = index.fields(query.extractor)
@@ -346,7 +376,7 @@ def rank_vectorised(
         keep &= fields.routing_ids(nodes) == key_id
     nodes, hops, graph = nodes[keep], hops[keep], _clamp(graph[keep])
 
-    observed = index.observed_us(nodes)
+    observed = columns.observed[keep]
     reference_us = to_micros(snapshot.captured_at)
     if spec.time_reference == "newest" and len(nodes):
         reference_us = int(observed.max())
@@ -361,7 +391,7 @@ def rank_vectorised(
     w = spec.weights
     score = (w.graph * graph + w.temporal * temporal + w.semantic * semantic) / w.total
 
-    ranks = index.labels(nodes)
+    ranks = columns.labels[keep]
     if query.text and spec.bridge > 0 and len(nodes):
         tied = np.flatnonzero(score == score.max())
         top = int(tied[np.lexsort((ranks[tied], hops[tied]))][0])
