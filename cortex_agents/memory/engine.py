@@ -83,6 +83,16 @@ class _Columns:
     kinds: IntArray
     observed: IntArray
     labels: IntArray
+    graph: FloatArray  # the graph axis, clamped
+    temporal: dict[tuple[int, float], FloatArray]  # (reference, time scale) -> temporal axis
+
+    def temporal_at(self, reference_us: int, time_scale: float) -> FloatArray:
+        """The temporal axis of every candidate, aged from ``reference_us`` (memoised)."""
+        key = (reference_us, time_scale)
+        found = self.temporal.get(key)
+        if found is None:
+            found = self.temporal[key] = _temporal(self.observed, reference_us, time_scale)
+        return found
 
 
 @dataclass
@@ -225,9 +235,18 @@ def _columns(
             index.kind_ids(nodes),
             index.observed_us(nodes),
             index.labels(nodes),
+            _clamp(memo.merged[key][2]),
+            {},
         )
         memo.columns[key] = cached
     return cached
+
+
+def _temporal(observed: IntArray, reference_us: int, time_scale: float) -> FloatArray:
+    """``1 / (1 + age / time_scale)``, ages in seconds before ``reference_us`` (never negative)."""
+    age = np.maximum(reference_us - observed, 0) / MICROS_PER_SECOND
+    temporal: FloatArray = 1.0 / (1.0 + age / time_scale)
+    return temporal
 
 
 def _beyond_boundary(
@@ -374,14 +393,22 @@ def rank_vectorised(
         fields = index.fields(query.extractor)
         key_id = fields.routing_lookup.get(query.routing_key, -1)
         keep &= fields.routing_ids(nodes) == key_id
-    nodes, hops, graph = nodes[keep], hops[keep], _clamp(graph[keep])
-
-    observed = columns.observed[keep]
-    reference_us = to_micros(snapshot.captured_at)
+    every = bool(keep.all())  # (no filter left anything out: no copies)
+    if every:
+        nodes, hops, graph, ranks = nodes, hops, columns.graph, columns.labels
+    else:
+        nodes, hops, graph, ranks = (
+            nodes[keep],
+            hops[keep],
+            columns.graph[keep],
+            columns.labels[keep],
+        )
     if spec.time_reference == "newest" and len(nodes):
-        reference_us = int(observed.max())
-    age = np.maximum(reference_us - observed, 0) / MICROS_PER_SECOND
-    temporal = 1.0 / (1.0 + age / spec.time_scale)
+        observed = columns.observed[keep]
+        temporal = _temporal(observed, int(observed.max()), spec.time_scale)
+    else:
+        temporal = columns.temporal_at(to_micros(snapshot.captured_at), spec.time_scale)
+        temporal = temporal if every else temporal[keep]
     semantic = _semantic(index, query, nodes)
     if query.text and spec.named_evidence > 0:
         hit = index.fields(query.extractor).named(nodes, names_in(query.text))
@@ -391,7 +418,6 @@ def rank_vectorised(
     w = spec.weights
     score = (w.graph * graph + w.temporal * temporal + w.semantic * semantic) / w.total
 
-    ranks = columns.labels[keep]
     if query.text and spec.bridge > 0 and len(nodes):
         tied = np.flatnonzero(score == score.max())
         top = int(tied[np.lexsort((ranks[tied], hops[tied]))][0])
