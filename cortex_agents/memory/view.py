@@ -170,7 +170,14 @@ class IndexView:
 
 
 def _compiled_walk(adjacency: Any, origin: int) -> tuple[IntArray, IntArray]:
-    """:meth:`IndexView.walk` by scipy's compiled BFS; hops by pointer jumping on its tree."""
+    """:meth:`IndexView.walk` by scipy's compiled BFS; hops level by level from its tree.
+
+    The BFS lists nodes in the order its queue took them in, so the positions
+    of their parents never decrease: the nodes one hop further than a level
+    are the run whose parents lie in that level, found by one binary search
+    per level (pointer jumping on the tree, O(n log depth), should that order
+    ever not hold).
+    """
     from scipy.sparse.csgraph import breadth_first_order  # type: ignore[import-untyped]
 
     order, predecessors = breadth_first_order(
@@ -178,7 +185,21 @@ def _compiled_walk(adjacency: Any, origin: int) -> tuple[IntArray, IntArray]:
     )
     local = np.empty(adjacency.shape[0], dtype=np.int64)
     local[order] = np.arange(len(order))
-    parent = np.concatenate(([0], local[predecessors[order[1:]]]))
+    parent = local[predecessors[order[1:]]]  # position in `order` of each node's parent
+    if len(parent) and not bool((parent[1:] >= parent[:-1]).all()):
+        return _jumped_walk(order, parent)
+    sizes = []
+    start, end = 0, 1  # the current level: positions start .. end-1 (the origin first)
+    while end > start:
+        sizes.append(end - start)
+        start, end = end, int(np.searchsorted(parent, end, side="left")) + 1
+    hops = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+    return order[1:].astype(np.int64), hops[1:]
+
+
+def _jumped_walk(order: IntArray, parent: IntArray) -> tuple[IntArray, IntArray]:
+    """Hops by pointer jumping on the BFS tree (``parent``: positions in ``order``)."""
+    parent = np.concatenate(([0], parent))
     hops = np.ones(len(order), dtype=np.int64)
     hops[0] = 0
     while True:  # after each pass, hops[v] counts the edges to parent[v]

@@ -336,6 +336,10 @@ def test_a_fork_carries_the_index_as_of_its_fork_point_and_stays_exact(where):
 
 
 def test_the_compiled_walk_equals_the_python_walk_on_every_view():
+    from scipy.sparse.csgraph import breadth_first_order
+
+    from cortex_agents.memory.view import _jumped_walk
+
     rng = random.Random(29)
     events = random_run(rng, 500)
     log = SubstrateLog(events)
@@ -357,6 +361,14 @@ def test_the_compiled_walk_equals_the_python_walk_on_every_view():
                 slow = dict(zip(nodes.tolist(), hops.tolist(), strict=True))
                 assert fast == slow, (length, relation, origin)
                 index._adjacency[(relation, view.edges, view.removals)] = matrix
+                if origin < matrix.shape[0]:  # hops by levels and by pointer jumping agree
+                    order, parents = breadth_first_order(
+                        matrix, origin, directed=True, return_predecessors=True
+                    )
+                    local = np.empty(matrix.shape[0], dtype=np.int64)
+                    local[order] = np.arange(len(order))
+                    jumped = _jumped_walk(order, local[parents[order[1:]]])
+                    assert dict(zip(*(a.tolist() for a in jumped), strict=True)) == slow
     assert compiled_walks > 500
     assert any(isinstance(e, EdgeRemoved) for e in events)  # views with edges taken out
 
