@@ -27,6 +27,12 @@ from "never" to a tick beyond it, so views need no lock and never change.
 **Costs.** Extending: O(1) per event in a workflow (an edge into a node that
 already has successors, or a removal, also updates the depths below it),
 plus order-preserving id labels (:mod:`cortex_agents.memory.idorder`). A
+batch of events is read once; its nodes, edges and outputs are appended to
+the columns in whole-array passes, and only the edges' effect on depths is
+applied event by event. A branch loaded after a restart takes its whole log
+as one batch: rebuilding is array work, not one column write per fact (the
+derived index is rebuilt rather than persisted: it stays a pure function of
+the events, with no second format to keep in step with them). A
 view: O(log V). A walk (:meth:`IndexView.walk`): O(cone) in Python, or
 scipy's BFS over a compiled matrix shared by every view with the same edge
 set (built in O(E) numpy the second time one is walked — the stages of a
