@@ -175,8 +175,8 @@ def _compiled_walk(adjacency: Any, origin: int) -> tuple[IntArray, IntArray]:
     The BFS lists nodes in the order its queue took them in, so the positions
     of their parents never decrease: the nodes one hop further than a level
     are the run whose parents lie in that level, found by one binary search
-    per level (pointer jumping on the tree, O(n log depth), should that order
-    ever not hold).
+    per level. Pointer jumping on the tree (O(n log depth)) takes over for a
+    cone with more levels than a budget, or should that order ever not hold.
     """
     from scipy.sparse.csgraph import breadth_first_order  # type: ignore[import-untyped]
 
@@ -188,9 +188,14 @@ def _compiled_walk(adjacency: Any, origin: int) -> tuple[IntArray, IntArray]:
     parent = local[predecessors[order[1:]]]  # position in `order` of each node's parent
     if len(parent) and not bool((parent[1:] >= parent[:-1]).all()):
         return _jumped_walk(order, parent)
-    sizes = []
+    # a level costs a Python step: a deep, narrow cone (a chain of stages) has thousands
+    # of levels of a node or two, cheaper by pointer jumping — past a budget, switch
+    budget = len(order) // 64 + 16
+    sizes: list[int] = []
     start, end = 0, 1  # the current level: positions start .. end-1 (the origin first)
     while end > start:
+        if len(sizes) == budget:
+            return _jumped_walk(order, parent)
         sizes.append(end - start)
         start, end = end, int(np.searchsorted(parent, end, side="left")) + 1
     hops = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
