@@ -514,36 +514,43 @@ class _Batch:
         except InvalidEvent as exc:
             self.error = exc
 
-    def _read(self, index: MemoryIndex, events: Sequence[Event]) -> None:
+    def _read(self, index: MemoryIndex, events: Sequence[Any]) -> None:  # (classes checked below)
+        # new nodes enter `pos` as they are read (the index is unusable after an error)
         pos = index.pos
-        fresh: dict[str, int] = {}
+        get = pos.get
         first = len(index.ids)
         settled_tick, settled_now = index.settled_tick.data, set()
+        codes: dict[type, int] = {}  # event class -> what to do (by isinstance, once per class)
+        ids, ticks, links = self.ids, self.node_ticks, self.links
         tick = index.length
 
         def known(node_id: str) -> int:
-            i = pos.get(node_id)
+            i = get(node_id)
             if i is None:
-                i = fresh.get(node_id)
-                if i is None:
-                    raise InvalidEvent(tick, f"the memory index holds no node {node_id!r}")
+                raise InvalidEvent(tick, f"the memory index holds no node {node_id!r}")
             return i
 
         for tick, event in enumerate(events, index.length):  # `known` reads `tick`
-            if isinstance(event, NodeScheduled):
+            code = codes.get(type(event))
+            if code is None:
+                code = codes[type(event)] = _code(event)
+            if code == _SCHEDULED:
                 node_id = event.node_id
-                if node_id in pos or node_id in fresh:
+                if node_id in pos:
                     raise InvalidEvent(tick, f"the memory index already holds {node_id!r}")
-                fresh[node_id] = first + len(self.ids)
-                self.ids.append(node_id)
+                pos[node_id] = first + len(ids)
+                ids.append(node_id)
                 self.kinds.append(event.kind)
                 self.captured.append(to_micros(event.at))
-                self.node_ticks.append(tick)
-            elif isinstance(event, EdgeAdded):
-                self.links.append((tick, known(event.source), known(event.target), True))
-            elif isinstance(event, _NODE_EVENTS):
+                ticks.append(tick)
+            elif code in (_ADDED, _REMOVED):
+                u, v = get(event.source), get(event.target)
+                if u is None or v is None:
+                    u, v = known(event.source), known(event.target)
+                links.append((tick, u, v, code == _ADDED))
+            elif code == _NODE:
                 known(event.node_id)  # status only: views read it from the state
-            elif isinstance(event, StageCompleted):
+            elif code == _SETTLED:
                 i = known(event.node_id)
                 if i in settled_now or (i < first and settled_tick[i] != NEVER):
                     raise InvalidEvent(tick, f"the memory index already settled {event.node_id!r}")
@@ -552,10 +559,26 @@ class _Batch:
                 self.settle_ticks.append(tick)
                 self.settle_us.append(to_micros(event.at))
                 self.outputs.append(event.output)
-            elif isinstance(event, EdgeRemoved):
-                self.links.append((tick, known(event.source), known(event.target), False))
-            elif not isinstance(event, _IGNORED):
+            elif code == _UNKNOWN:
                 raise InvalidEvent(tick, f"the memory index cannot apply {type(event).__name__}")
+
+
+_SCHEDULED, _ADDED, _REMOVED, _NODE, _SETTLED, _SKIPPED, _UNKNOWN = range(7)
+
+
+def _code(event: object) -> int:
+    """What a batch does with events of ``event``'s class."""
+    for cls, code in (
+        (NodeScheduled, _SCHEDULED),
+        (EdgeAdded, _ADDED),
+        (EdgeRemoved, _REMOVED),
+        (_NODE_EVENTS, _NODE),
+        (StageCompleted, _SETTLED),
+        (_IGNORED, _SKIPPED),
+    ):
+        if isinstance(event, cls):
+            return code
+    return _UNKNOWN
 
 
 def _cut(
