@@ -46,6 +46,17 @@ class Column:
         self.data[self.size] = value
         self.size += 1
 
+    def extend(self, values: Any) -> None:
+        """Append every value of ``values`` (an array or a sequence) at once."""
+        count = len(values)
+        if not count:
+            return
+        end = self.size + count
+        if end > len(self.data):
+            self._grow(end)
+        self.data[self.size : end] = values
+        self.size = end
+
     def pad(self, size: int, value: Any) -> None:
         """Append ``value`` until the column holds ``size`` values."""
         if size <= self.size:

@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 from cortex_agents.memory.columns import NEVER, Column
 
-__all__ = ["Depths", "longest_paths"]
+__all__ = ["Depths", "forward_longest_paths", "longest_paths"]
 
 IntArray = npt.NDArray[np.int64]
 
@@ -61,6 +61,13 @@ class Depths:
         self.since.append(tick)
         self.prev_value.append(0)
         self.prev_since.append(NEVER)
+
+    def extend(self, ticks: npt.NDArray[np.int64]) -> None:
+        """The next nodes, one per tick, each of depth 0 from its tick on (:meth:`add`, at once)."""
+        self.value.pad(len(self.value) + len(ticks), 0)
+        self.since.extend(ticks)
+        self.prev_value.pad(len(self.prev_value) + len(ticks), 0)
+        self.prev_since.pad(len(self.prev_since) + len(ticks), NEVER)
 
     def set(self, i: int, depth: int, tick: int) -> None:
         """Node ``i`` has depth ``depth`` from ``tick`` (>= every tick so far) on."""
@@ -168,3 +175,23 @@ def longest_paths(successors: list[list[int]]) -> tuple[list[int], list[int]]:
             if indegree[v] == 0:
                 ready.append(v)
     return depth, [i for i, degree in enumerate(indegree) if degree > 0]
+
+
+def forward_longest_paths(src: IntArray, dst: IntArray, n: int) -> list[int] | None:
+    """Depth of every node when every edge goes from a lower ordinal to a higher one, else ``None``.
+
+    Nodes numbered in an order their edges follow — a run's scheduling order,
+    a snapshot of one — are already topologically sorted: one pass over the
+    edges sorted by target, O(E) with one sort in numpy and no queue.
+    """
+    if not len(src):
+        return [0] * n
+    if not bool((src < dst).all()):
+        return None
+    by_target = np.argsort(dst, kind="stable")
+    depth = [0] * n
+    for u, v in zip(src[by_target].tolist(), dst[by_target].tolist(), strict=True):
+        step = depth[u] + 1
+        if step > depth[v]:
+            depth[v] = step
+    return depth

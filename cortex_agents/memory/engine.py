@@ -43,6 +43,7 @@ from cortex_agents.memory.embedding import VectorScorer
 from cortex_agents.memory.entities import names_in
 from cortex_agents.memory.lexical import BM25
 from cortex_agents.memory.match import Match, Ranking
+from cortex_agents.memory.radix import stable_order, then_by
 from cortex_agents.memory.scorers import Blend
 from cortex_agents.memory.scoring import MICROS_PER_SECOND, clamp_axis
 from cortex_agents.memory.semantic import SemanticScorer, TokenJaccard
@@ -57,6 +58,8 @@ if TYPE_CHECKING:
 __all__ = ["QueryMemo", "query_vectorised", "rank_vectorised"]
 
 FloatArray = npt.NDArray[np.float64]
+_LABEL_SHIFT: Final = 2**62
+"""Id labels lie in [-2**62, 2**62] (:mod:`cortex_agents.memory.idorder`): shifted, in [0, 2**63)."""
 _RELATIONS: Final[dict[str, tuple[str, ...]]] = {
     "ancestors": ("ancestors",),
     "descendants": ("descendants",),
@@ -72,6 +75,26 @@ class _Walk:
     hops: IntArray
 
 
+@dataclass(frozen=True, slots=True)
+class _Columns:
+    """What a view holds of a candidate set that no query changes, read once per memo."""
+
+    settled: npt.NDArray[np.bool_]
+    kinds: IntArray
+    observed: IntArray
+    labels: IntArray
+    graph: FloatArray  # the graph axis, clamped
+    temporal: dict[tuple[int, float], FloatArray]  # (reference, time scale) -> temporal axis
+
+    def temporal_at(self, reference_us: int, time_scale: float) -> FloatArray:
+        """The temporal axis of every candidate, aged from ``reference_us`` (memoised)."""
+        key = (reference_us, time_scale)
+        found = self.temporal.get(key)
+        if found is None:
+            found = self.temporal[key] = _temporal(self.observed, reference_us, time_scale)
+        return found
+
+
 @dataclass
 class QueryMemo:
     """Memoised walks and influence maps for one snapshot.
@@ -80,6 +103,7 @@ class QueryMemo:
         walks: ``(origin, relation) -> _Walk``.
         influence: ``(origin, relation, alpha) -> influence aligned with the walk``.
         merged: ``(origin, direction, prior, alpha) -> (nodes, hops, graph axis)``.
+        columns: The same key -> what the view holds of those candidates (:class:`_Columns`).
         influence_computations: How many influence solves ran (for tests and stats).
     """
 
@@ -88,6 +112,7 @@ class QueryMemo:
     merged: dict[tuple[int, str, str, float], tuple[IntArray, IntArray, FloatArray]] = field(
         default_factory=dict
     )
+    columns: dict[tuple[int, str, str, float], _Columns] = field(default_factory=dict)
     influence_computations: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -119,15 +144,20 @@ def _influence(
     walk = _walk(index, relation, origin, memo)
     cone = np.concatenate(([origin], walk.nodes))
     k = len(cone)
-    ranked = np.lexsort((index.labels(cone), index.depths(cone)))  # (depth, id) ascending
+    # (depth, id) ascending, by radix passes: labels (shifted to be non-negative), then depths
+    ranked = then_by(stable_order(index.labels(cone) + _LABEL_SHIFT), index.depths(cone))
     if relation == "ancestors":
         ranked = ranked[::-1]
     position = np.empty(index.n, dtype=np.int64)
     position[cone[ranked]] = np.arange(k)  # the origin comes first
-    src, dst = index.cone_edges(relation, cone)
-    from_pos, to_pos = position[src], position[dst]
-    counts = np.bincount(from_pos, minlength=k)
-    rows_off = to_pos[np.lexsort((to_pos, from_pos))]
+    found = index.successors(relation, cone[ranked])
+    if found is not None:  # grouped by position already; scipy orders rows within a column
+        counts, rows_off = found[0], position[found[1]]
+    else:
+        src, dst = index.cone_edges(relation, cone)
+        from_pos, to_pos = position[src], position[dst]
+        counts = np.bincount(from_pos, minlength=k)
+        rows_off = to_pos[then_by(stable_order(to_pos), from_pos)]  # by (from, to)
     # alpha / outdeg(u), as the reference computes it; sinks (outdeg 0) own no entries.
     weights = -(alpha / np.maximum(counts, 1).astype(np.float64))
     offdiag = len(rows_off)
@@ -191,6 +221,32 @@ def _merged(
     result = (nodes, hops, graph)
     memo.merged[key] = result
     return result
+
+
+def _columns(
+    index: IndexView, origin: int, spec: WalkSpec, nodes: IntArray, memo: QueryMemo
+) -> _Columns:
+    """The view's columns of the candidates :func:`_merged` gave (memoised with them)."""
+    key = (origin, spec.direction, spec.prior, spec.alpha if spec.prior == "influence" else 0.0)
+    cached = memo.columns.get(key)
+    if cached is None:
+        cached = _Columns(
+            index.settled(nodes),
+            index.kind_ids(nodes),
+            index.observed_us(nodes),
+            index.labels(nodes),
+            _clamp(memo.merged[key][2]),
+            {},
+        )
+        memo.columns[key] = cached
+    return cached
+
+
+def _temporal(observed: IntArray, reference_us: int, time_scale: float) -> FloatArray:
+    """``1 / (1 + age / time_scale)``, ages in seconds before ``reference_us`` (never negative)."""
+    age = np.maximum(reference_us - observed, 0) / MICROS_PER_SECOND
+    temporal: FloatArray = 1.0 / (1.0 + age / time_scale)
+    return temporal
 
 
 def _beyond_boundary(
@@ -318,32 +374,41 @@ def rank_vectorised(
         raise UnknownNode(origin)
 
     nodes, hops, graph = _merged(index, start, spec, memo)
+    columns = _columns(index, start, spec, nodes, memo)
     keep = np.ones(len(nodes), dtype=bool)
     if spec.max_distance is not None:
         keep &= hops <= spec.max_distance
     if spec.past_boundary is not None:
         keep &= _beyond_boundary(index, spec, spec.past_boundary, start, memo)[nodes]
     if spec.scope == "settled_only":
-        keep &= index.settled(nodes)
+        keep &= columns.settled
     if query.kinds is not None:
         wanted = [index.kind_id(k) for k in query.kinds]
-        keep &= np.isin(index.kind_ids(nodes), [k for k in wanted if k is not None])
+        keep &= np.isin(columns.kinds, [k for k in wanted if k is not None])
     if query.exclude_kinds:
         unwanted = [index.kind_id(k) for k in query.exclude_kinds]
-        keep &= ~np.isin(index.kind_ids(nodes), [k for k in unwanted if k is not None])
+        keep &= ~np.isin(columns.kinds, [k for k in unwanted if k is not None])
     fields = None
     if query.routing_key is not None:
         fields = index.fields(query.extractor)
         key_id = fields.routing_lookup.get(query.routing_key, -1)
         keep &= fields.routing_ids(nodes) == key_id
-    nodes, hops, graph = nodes[keep], hops[keep], _clamp(graph[keep])
-
-    observed = index.observed_us(nodes)
-    reference_us = to_micros(snapshot.captured_at)
+    every = bool(keep.all())  # (no filter left anything out: no copies)
+    if every:
+        nodes, hops, graph, ranks = nodes, hops, columns.graph, columns.labels
+    else:
+        nodes, hops, graph, ranks = (
+            nodes[keep],
+            hops[keep],
+            columns.graph[keep],
+            columns.labels[keep],
+        )
     if spec.time_reference == "newest" and len(nodes):
-        reference_us = int(observed.max())
-    age = np.maximum(reference_us - observed, 0) / MICROS_PER_SECOND
-    temporal = 1.0 / (1.0 + age / spec.time_scale)
+        observed = columns.observed[keep]
+        temporal = _temporal(observed, int(observed.max()), spec.time_scale)
+    else:
+        temporal = columns.temporal_at(to_micros(snapshot.captured_at), spec.time_scale)
+        temporal = temporal if every else temporal[keep]
     semantic = _semantic(index, query, nodes)
     if query.text and spec.named_evidence > 0:
         hit = index.fields(query.extractor).named(nodes, names_in(query.text))
@@ -353,7 +418,6 @@ def rank_vectorised(
     w = spec.weights
     score = (w.graph * graph + w.temporal * temporal + w.semantic * semantic) / w.total
 
-    ranks = index.labels(nodes)
     if query.text and spec.bridge > 0 and len(nodes):
         tied = np.flatnonzero(score == score.max())
         top = int(tied[np.lexsort((ranks[tied], hops[tied]))][0])

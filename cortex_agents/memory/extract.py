@@ -19,7 +19,7 @@ and projects a slice of it (seed 001, F7).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final, TypeVar
@@ -79,16 +79,30 @@ def peel_envelope(output: Any) -> Any:
     return output
 
 
-def _string_leaves(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
+def _string_leaves(value: Any, into: list[str] | None = None) -> list[str]:
+    """Every non-empty string leaf of ``value``, in document order (appended to ``into``).
+
+    A list filled by recursion, not a generator: extraction runs once per
+    node when an index is built, and nested generators cost several times more.
+    """
+    leaves = [] if into is None else into
+    kind = type(value)
+    if kind is str:
         if value:
-            yield value
+            leaves.append(value)
+    elif kind is dict:  # the common case, without the ABC checks below
+        for item in value.values():
+            _string_leaves(item, leaves)
+    elif isinstance(value, str):
+        if value:
+            leaves.append(value)
     elif isinstance(value, Mapping):
         for item in value.values():
-            yield from _string_leaves(item)
+            _string_leaves(item, leaves)
     elif isinstance(value, list | tuple):
         for item in value:
-            yield from _string_leaves(item)
+            _string_leaves(item, leaves)
+    return leaves
 
 
 def fields_of(value: Any) -> ExtractedFields:

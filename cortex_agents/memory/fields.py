@@ -164,29 +164,65 @@ class FieldsIndex:
         ready = index.ready
         if self.done == len(ready):
             return
-        kinds = index.kind_names
-        for i in ready[self.done :]:
-            fields = self.extractor(index.outputs[i]) or _EMPTY
+        arrived = ready[self.done :]
+        extractor, outputs = self.extractor, index.outputs
+        read = [extractor(outputs[i]) or _EMPTY for i in arrived]
+        kinds, kind_of = index.kind_names, index.kinds.data
+        intern, body_lookup = self.intern, self.body_lookup
+        routing, body_ids = [], []
+        bodies, evidence, projected = self.bodies, self.evidence, self.projected
+        for i, fields in zip(arrived, read, strict=True):
             key = fields.routing_key
-            self.routing.data[i] = self.intern(
-                key if key is not None else kinds[index.kinds.data[i]]
-            )
-            self.bodies[i] = fields.body_text
-            body_id = -1
-            if fields.body_text:
-                body_id = self.body_lookup.setdefault(fields.body_text, len(self.body_lookup))
-            self.body_ids.data[i] = body_id
-            self.evidence[i] = tuple(fields.evidence)
-            self.projected[i] = fields.projected
-            tokens = tokenize(fields.body_text)
-            self.counts.data[i] = len(tokens)
-            for token in tokens:
-                token_id = self.vocabulary.get(token)
-                if token_id is None:
-                    token_id = self.vocabulary[token] = len(self.postings)
-                    self.postings.append(Column(capacity=4))
-                self.postings[token_id].append(i)
+            routing.append(intern(key if key is not None else kinds[kind_of[i]]))
+            body = bodies[i] = fields.body_text
+            body_ids.append(body_lookup.setdefault(body, len(body_lookup)) if body else -1)
+            evidence[i] = tuple(fields.evidence)
+            projected[i] = fields.projected
+        at = np.asarray(arrived, dtype=np.int64)
+        self.routing.data[at] = routing
+        self.body_ids.data[at] = body_ids
+        self._post(at, [fields.body_text for fields in read])
         self.done = len(ready)
+
+    def _post(self, at: IntArray, bodies: list[str]) -> None:
+        """Token counts of these nodes' bodies, and the nodes appended to their tokens' postings.
+
+        Each distinct body is tokenised once; the postings grow by one
+        grouping pass over every (token, node) pair of the batch, so each
+        token's posting gets its new nodes in arrival order, as one by one.
+        """
+        tokens_of: dict[str, frozenset[str]] = {}
+        vocabulary, postings = self.vocabulary, self.postings
+        token_id = vocabulary.__getitem__
+        token_ids: list[int] = []
+        counts: list[int] = []
+        for body in bodies:
+            tokens = tokens_of.get(body)
+            if tokens is None:
+                tokens = tokens_of[body] = tokenize(body)
+            counts.append(len(tokens))
+            try:
+                ids = list(map(token_id, tokens))
+            except KeyError:  # new tokens: the next ids, each with an empty posting
+                for token in tokens:
+                    if token not in vocabulary:
+                        vocabulary[token] = len(postings)
+                        postings.append(Column(capacity=4))
+                ids = list(map(token_id, tokens))
+            token_ids.extend(ids)
+        self.counts.data[at] = counts
+        if not token_ids:
+            return
+        owners = np.repeat(at, counts)
+        # a stable sort of small integers is a radix sort: O(pairs)
+        narrow = np.uint16 if len(postings) <= np.iinfo(np.uint16).max else np.int64
+        keys = np.asarray(token_ids, dtype=narrow)
+        by_token = np.argsort(keys, kind="stable")
+        grouped, owners = keys[by_token], owners[by_token]
+        starts = np.concatenate(([0], np.flatnonzero(grouped[1:] != grouped[:-1]) + 1))
+        ends = [*starts[1:].tolist(), len(grouped)]
+        for key, begin, end in zip(grouped[starts].tolist(), starts.tolist(), ends, strict=True):
+            postings[key].extend(owners[begin:end])
 
     def lexical(self, index: MemoryIndex) -> LexicalPostings:
         """BM25's postings and statistics, caught up (the caller holds the index lock)."""

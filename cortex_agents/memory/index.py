@@ -27,6 +27,12 @@ from "never" to a tick beyond it, so views need no lock and never change.
 **Costs.** Extending: O(1) per event in a workflow (an edge into a node that
 already has successors, or a removal, also updates the depths below it),
 plus order-preserving id labels (:mod:`cortex_agents.memory.idorder`). A
+batch of events is read once; its nodes, edges and outputs are appended to
+the columns in whole-array passes, and only the edges' effect on depths is
+applied event by event. A branch loaded after a restart takes its whole log
+as one batch: rebuilding is array work, not one column write per fact (the
+derived index is rebuilt rather than persisted: it stays a pure function of
+the events, with no second format to keep in step with them). A
 view: O(log V). A walk (:meth:`IndexView.walk`): O(cone) in Python, or
 scipy's BFS over a compiled matrix shared by every view with the same edge
 set (built in O(E) numpy the second time one is walked — the stages of a
@@ -45,14 +51,15 @@ from __future__ import annotations
 import threading
 from bisect import bisect_left
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
 from cortex_agents.errors import CycleError, InvalidEvent
+from cortex_agents.memory.bulk import paused_gc
 from cortex_agents.memory.columns import NEVER, Column
-from cortex_agents.memory.depth import Depths, longest_paths
+from cortex_agents.memory.depth import Depths, forward_longest_paths, longest_paths
 from cortex_agents.memory.extract import Extractor
 from cortex_agents.memory.idorder import IdOrder
 from cortex_agents.memory.view import IndexView
@@ -148,14 +155,12 @@ class MemoryIndex:
         """
         with self.lock:
             self._usable()
-            tick = self.length
             try:
-                for event in events:
-                    self._apply(event, tick)
-                    tick += 1
+                with paused_gc():
+                    self._take(events)
                 if len(self.ids) != len(state.nodes) or self.live_edges != len(state.edges):
                     raise InvalidEvent(
-                        tick - 1,
+                        self.length + len(events) - 1,
                         f"the memory index holds {len(self.ids)} nodes and {self.live_edges} "
                         f"edges, the state {len(state.nodes)} and {len(state.edges)}",
                     )
@@ -165,7 +170,7 @@ class MemoryIndex:
             except Exception as exc:  # a bug must not leave a half-extended index in use
                 self._broken = f"{type(exc).__name__}: {exc}"
                 raise
-            self.length = tick
+            self.length += len(events)
 
     def at(self, length: int) -> IndexView:
         """The immutable view of the first ``length`` events (``length <= self.length``)."""
@@ -232,112 +237,159 @@ class MemoryIndex:
     def of_snapshot(cls, snapshot: MemorySnapshot) -> IndexView:
         """The index of a snapshot built by hand (every fact at tick 0; the view at length 1).
 
+        Built in whole-array passes: the nodes' columns, the edges', then
+        every depth by one Kahn pass.
+
         Raises:
             CycleError: the snapshot's topology has a cycle.
         """
+        with paused_gc():
+            return cls._of_snapshot(snapshot)
+
+    @classmethod
+    def _of_snapshot(cls, snapshot: MemorySnapshot) -> IndexView:
         index = cls()
-        for node in snapshot.nodes.values():
-            i = index._node(node.id, node.kind, node.captured_at, 0)
-            if node.completed_at is not None:
-                index.completed_us.data[i] = to_micros(node.completed_at)
-                index.completed_tick.data[i] = 0
-            if node.status == SETTLED:
-                index.settled_tick.data[i] = 0
-            index._ready(i, node.output, 0)
-        for edge in snapshot.edges:
-            index._edge(index.pos[edge.source], index.pos[edge.target], 0, deepen=False)
+        nodes = list(snapshot.nodes.values())
+        zeros = np.zeros(len(nodes), dtype=np.int64)
+        index._add_nodes(
+            [node.id for node in nodes],
+            [node.kind for node in nodes],
+            [to_micros(node.captured_at) for node in nodes],
+            zeros,
+        )
+        done = [i for i, node in enumerate(nodes) if node.completed_at is not None]
+        index.completed_us.data[done] = [to_micros(nodes[i].completed_at) for i in done]  # type: ignore[arg-type]
+        index.completed_tick.data[done] = 0
+        index.settled_tick.data[[i for i, node in enumerate(nodes) if node.status == SETTLED]] = 0
+        index._outputs(list(range(len(nodes))), [node.output for node in nodes], zeros)
+        pos = index.pos
+        index._add_edges(
+            [pos[edge.source] for edge in snapshot.edges],
+            [pos[edge.target] for edge in snapshot.edges],
+            np.zeros(len(snapshot.edges), dtype=np.int64),
+        )
         index._depths_from_scratch()
         index.length = 1
         return index.at(1)
 
     # -- events --------------------------------------------------------------------------
-    def _apply(self, event: Event, tick: int) -> None:
-        if isinstance(event, NodeScheduled):
-            if event.node_id in self.pos:
-                raise InvalidEvent(tick, f"the memory index already holds {event.node_id!r}")
-            self._node(event.node_id, event.kind, event.at, tick)
-        elif isinstance(event, EdgeAdded):
-            self._edge(self._known(event.source, tick), self._known(event.target, tick), tick)
-        elif isinstance(event, StageCompleted):
-            i = self._known(event.node_id, tick)
-            if self.settled_tick.data[i] != NEVER:
-                raise InvalidEvent(tick, f"the memory index already settled {event.node_id!r}")
-            self.completed_us.data[i] = to_micros(event.at)
-            self.completed_tick.data[i] = tick
-            self.settled_tick.data[i] = tick
-            self._ready(i, event.output, tick)
-        elif isinstance(event, EdgeRemoved):
-            self._unlink(self._known(event.source, tick), self._known(event.target, tick), tick)
-        elif isinstance(event, _NODE_EVENTS):
-            self._known(event.node_id, tick)  # status only: views read it from the state
-        elif not isinstance(event, _IGNORED):
-            raise InvalidEvent(tick, f"the memory index cannot apply {type(event).__name__}")
+    def _take(self, events: Sequence[Event]) -> None:
+        """Take in a batch: its nodes, edges and outputs each in one pass over arrays, then
+        the edges' effect on depths, event by event (a depth holds from a tick on).
 
-    def _known(self, node_id: str, tick: int) -> int:
-        i = self.pos.get(node_id)
-        if i is None:
-            raise InvalidEvent(tick, f"the memory index holds no node {node_id!r}")
-        return i
-
-    def _node(self, node_id: NodeId, kind: str, captured_at: Any, tick: int) -> int:
-        i = len(self.ids)
-        self.ids.append(node_id)
-        self.pos[node_id] = i
-        kind_id = self.kind_lookup.get(kind)
-        if kind_id is None:
-            kind_id = self.kind_lookup[kind] = len(self.kind_names)
-            self.kind_names.append(kind)
-        self.kinds.append(kind_id)
-        self.scheduled.append(tick)
-        self.captured_us.append(to_micros(captured_at))
-        self.completed_us.append(0)
-        for column in (self.completed_tick, self.settled_tick, self.output_tick):
-            column.append(NEVER)
-        self.outputs.append(None)
-        self.order.add(node_id)
-        self.out.append([])
-        self.inc.append([])
-        self.depths.add(tick)
-        return i
-
-    def _ready(self, i: int, output: Any, tick: int) -> None:
-        self.outputs[i] = output
-        self.output_tick.data[i] = tick
-        self.ready.append(i)
-        self.ready_tick.append(tick)
-
-    def _edge(self, u: int, v: int, tick: int, *, deepen: bool = True) -> None:
+        A batch is read first (:class:`_Batch`), up to its first event the index
+        cannot apply; what comes before that event is applied, then the error raised.
+        """
+        batch = _Batch(self, events)
+        self._add_nodes(batch.ids, batch.kinds, batch.captured, batch.node_ticks)
         e = len(self.src)
-        self.src.append(u)
-        self.dst.append(v)
-        self.src_col.append(u)
-        self.dst_col.append(v)
-        self.edge_tick.append(tick)
-        self.removed_tick.append(NEVER)
-        _append(self.out, u, e, self._shared_below, self._copied_out)
-        _append(self.inc, v, e, self._shared_below, self._copied_inc)
-        self.live_edges += 1
-        if deepen and self.depths.value.data[u] >= self.depths.value.data[v]:
-            self.depths.deepen(v, int(self.depths.value.data[u]) + 1, tick, self._live_targets)
+        added = [(u, v) for _, u, v, adds in batch.links if adds]
+        self._add_edges(
+            [u for u, _ in added],
+            [v for _, v in added],
+            [t for t, _, _, adds in batch.links if adds],
+        )
+        for tick, u, v, adds in batch.links:  # depths in event order, each edge seen as of then
+            if adds:
+                e += 1
+                value = self.depths.value.data
+                if value[u] >= value[v]:
+                    self.depths.deepen(v, int(value[u]) + 1, tick, self._targets(e))
+            else:
+                self._unlink(u, v, tick, e)
+        settled = batch.settled
+        if settled:
+            at = np.asarray(settled, dtype=np.int64)
+            ticks = np.asarray(batch.settle_ticks, dtype=np.int64)
+            self.completed_us.data[at] = batch.settle_us
+            self.completed_tick.data[at] = ticks
+            self.settled_tick.data[at] = ticks
+            self._outputs(settled, batch.outputs, ticks)
+        if batch.error is not None:
+            raise batch.error
 
-    def _live_sources(self, v: int) -> list[int]:
-        return [self.src[e] for e in self.inc[v] if e not in self.removed]
+    def _add_nodes(self, ids: list[NodeId], kinds: list[str], captured: Any, ticks: Any) -> None:
+        """Append nodes (ids not held yet) with their kinds, capture times and scheduling ticks."""
+        count = len(ids)
+        if not count:
+            return
+        start = len(self.ids)
+        end = start + count
+        self.ids.extend(ids)
+        self.pos.update(zip(ids, range(start, end), strict=True))
+        lookup = self.kind_lookup
+        for kind in dict.fromkeys(kinds):
+            if kind not in lookup:
+                lookup[kind] = len(self.kind_names)
+                self.kind_names.append(kind)
+        self.kinds.extend([lookup[kind] for kind in kinds])
+        self.scheduled.extend(ticks)
+        self.captured_us.extend(captured)
+        self.completed_us.pad(end, 0)
+        for column in (self.completed_tick, self.settled_tick, self.output_tick):
+            column.pad(end, NEVER)
+        self.outputs.extend([None] * count)
+        self.order.extend(ids)
+        self.out.extend([] for _ in range(count))
+        self.inc.extend([] for _ in range(count))
+        self.depths.extend(np.asarray(ticks, dtype=np.int64))
 
-    def _live_targets(self, u: int) -> list[int]:
-        return [self.dst[e] for e in self.out[u] if e not in self.removed]
+    def _add_edges(self, src: list[int], dst: list[int], ticks: Any) -> None:
+        """Append edges (ordinals in this order) with the ticks they were added at."""
+        count = len(src)
+        if not count:
+            return
+        e = len(self.src)
+        self.src.extend(src)
+        self.dst.extend(dst)
+        self.src_col.extend(src)
+        self.dst_col.extend(dst)
+        self.edge_tick.extend(ticks)
+        self.removed_tick.pad(e + count, NEVER)
+        out, inc, shared = self.out, self.inc, self._shared_below
+        if shared:
+            for k, (u, v) in enumerate(zip(src, dst, strict=True), e):
+                _append(out, u, k, shared, self._copied_out)
+                _append(inc, v, k, shared, self._copied_inc)
+        else:  # nothing shared with a fork: plain appends
+            for k, u in enumerate(src, e):
+                out[u].append(k)
+            for k, v in enumerate(dst, e):
+                inc[v].append(k)
+        self.live_edges += count
 
-    def _unlink(self, u: int, v: int, tick: int) -> None:
+    def _outputs(self, nodes: list[int], outputs: list[Any], ticks: Any) -> None:
+        """Outputs arriving, in this order, at these ticks."""
+        held = self.outputs
+        for i, output in zip(nodes, outputs, strict=True):
+            held[i] = output
+        self.output_tick.data[nodes] = ticks
+        self.ready.extend(nodes)
+        self.ready_tick.extend(ticks)
+
+    def _sources(self, limit: int) -> Callable[[int], list[int]]:
+        """Live sources of a node among the first ``limit`` edges."""
+        src, inc, removed = self.src, self.inc, self.removed
+        return lambda v: [src[e] for e in inc[v] if e < limit and e not in removed]
+
+    def _targets(self, limit: int) -> Callable[[int], list[int]]:
+        """Live targets of a node among the first ``limit`` edges."""
+        dst, out, removed = self.dst, self.out, self.removed
+        return lambda u: [dst[e] for e in out[u] if e < limit and e not in removed]
+
+    def _unlink(self, u: int, v: int, tick: int, limit: int) -> None:
         # the shorter of the two lists holding the edge: removing every edge of a node of
-        # degree d (a rewrite reattaching a fan-out) must not cost O(d) each
+        # degree d (a rewrite reattaching a fan-out) must not cost O(d) each; edges from
+        # ordinal `limit` on were added after this removal (later in its batch)
         out, inc = self.out[u], self.inc[v]
         for e in reversed(out if len(out) <= len(inc) else inc):
-            if self.src[e] == u and self.dst[e] == v and e not in self.removed:
+            if e < limit and self.src[e] == u and self.dst[e] == v and e not in self.removed:
                 self.removed[e] = tick
                 self.removed_tick.data[e] = tick
                 self.removal_ticks.append(tick)
                 self.removal_edges.append(e)
                 self.live_edges -= 1
-                self.depths.update(v, tick, self._live_sources, self._live_targets)
+                self.depths.update(v, tick, self._sources(limit), self._targets(limit))
                 return
         raise InvalidEvent(
             tick, f"the memory index holds no edge {self.ids[u]!r} -> {self.ids[v]!r}"
@@ -349,6 +401,11 @@ class MemoryIndex:
 
     def _depths_from_scratch(self) -> None:
         """Every depth by one Kahn pass (a snapshot made by hand); a cycle is an error."""
+        n, edges = len(self.ids), len(self.src)
+        found = forward_longest_paths(self.src_col.data[:edges], self.dst_col.data[:edges], n)
+        if found is not None:
+            self.depths.value.data[:n] = found
+            return
         ids, dst = self.ids, self.dst
         successors = [[dst[e] for e in edges] for edges in self.out]
         depth, stuck = longest_paths(successors)
@@ -360,6 +417,11 @@ class MemoryIndex:
         self.depths.value.data[: len(depth)] = depth
 
     # -- compiled adjacency ---------------------------------------------------------------
+    def compiled(self, relation: str, edges: int, removals: int) -> Any:
+        """The CSR matrix :meth:`adjacency` built for that edge set, or ``None`` (never builds)."""
+        with self.lock:
+            return self._adjacency.get((relation, edges, removals))
+
     def adjacency(self, relation: str, edges: int, removals: int) -> Any:
         """A scipy CSR matrix of ``relation`` over the first ``edges`` edges less the first
         ``removals`` removals — the edge set of every view with those counts — or ``None``.
@@ -409,8 +471,114 @@ class MemoryIndex:
                     self._fields.popitem(last=False)
             else:
                 self._fields.move_to_end(extractor)
-            fields.catch_up(self)
+            with paused_gc():
+                fields.catch_up(self)
             return fields
+
+
+class _Batch:
+    """A batch of events read once, in order: what each kind of event adds, by ordinal.
+
+    Reading stops at the first event the index cannot apply (a node scheduled
+    twice, an unknown node, a second completion, an unknown event type): the
+    events before it are applied, then :attr:`error` is raised. Edges removed
+    are checked when applied (:meth:`MemoryIndex._unlink`), in event order.
+    """
+
+    __slots__ = (
+        "captured",
+        "error",
+        "ids",
+        "kinds",
+        "links",
+        "node_ticks",
+        "outputs",
+        "settle_ticks",
+        "settle_us",
+        "settled",
+    )
+
+    def __init__(self, index: MemoryIndex, events: Sequence[Event]) -> None:
+        self.ids: list[NodeId] = []
+        self.kinds: list[str] = []
+        self.captured: list[int] = []
+        self.node_ticks: list[int] = []
+        self.links: list[tuple[int, int, int, bool]] = []  # (tick, u, v, added?) in event order
+        self.settled: list[int] = []
+        self.settle_ticks: list[int] = []
+        self.settle_us: list[int] = []
+        self.outputs: list[Any] = []
+        self.error: InvalidEvent | None = None
+        try:
+            self._read(index, events)
+        except InvalidEvent as exc:
+            self.error = exc
+
+    def _read(self, index: MemoryIndex, events: Sequence[Any]) -> None:  # (classes checked below)
+        # new nodes enter `pos` as they are read (the index is unusable after an error)
+        pos = index.pos
+        get = pos.get
+        first = len(index.ids)
+        settled_tick, settled_now = index.settled_tick.data, set()
+        codes: dict[type, int] = {}  # event class -> what to do (by isinstance, once per class)
+        ids, ticks, links = self.ids, self.node_ticks, self.links
+        tick = index.length
+
+        def known(node_id: str) -> int:
+            i = get(node_id)
+            if i is None:
+                raise InvalidEvent(tick, f"the memory index holds no node {node_id!r}")
+            return i
+
+        for tick, event in enumerate(events, index.length):  # `known` reads `tick`
+            code = codes.get(type(event))
+            if code is None:
+                code = codes[type(event)] = _code(event)
+            if code == _SCHEDULED:
+                node_id = event.node_id
+                if node_id in pos:
+                    raise InvalidEvent(tick, f"the memory index already holds {node_id!r}")
+                pos[node_id] = first + len(ids)
+                ids.append(node_id)
+                self.kinds.append(event.kind)
+                self.captured.append(to_micros(event.at))
+                ticks.append(tick)
+            elif code in (_ADDED, _REMOVED):
+                u, v = get(event.source), get(event.target)
+                if u is None or v is None:
+                    u, v = known(event.source), known(event.target)
+                links.append((tick, u, v, code == _ADDED))
+            elif code == _NODE:
+                known(event.node_id)  # status only: views read it from the state
+            elif code == _SETTLED:
+                i = known(event.node_id)
+                if i in settled_now or (i < first and settled_tick[i] != NEVER):
+                    raise InvalidEvent(tick, f"the memory index already settled {event.node_id!r}")
+                settled_now.add(i)
+                self.settled.append(i)
+                self.settle_ticks.append(tick)
+                self.settle_us.append(to_micros(event.at))
+                self.outputs.append(event.output)
+            elif code == _UNKNOWN:
+                raise InvalidEvent(tick, f"the memory index cannot apply {type(event).__name__}")
+
+
+_SCHEDULED, _ADDED, _REMOVED, _NODE, _SETTLED, _SKIPPED, _UNKNOWN = range(7)
+
+
+def _code(event: object) -> int:
+    """What a batch does with events of ``event``'s class."""
+    for cls, code in (
+        (NodeScheduled, _SCHEDULED),
+        (EdgeAdded, _ADDED),
+        (EdgeRemoved, _REMOVED),
+        (_NODE_EVENTS, _NODE),
+        (StageCompleted, _SETTLED),
+        (_IGNORED, _SKIPPED),
+    ):
+        if isinstance(event, cls):
+            return code
+    return _UNKNOWN
 
 
 def _cut(

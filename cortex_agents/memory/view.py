@@ -131,6 +131,26 @@ class IndexView:
         with self.index.lock:
             return self.index.depths.at(nodes, self.length)
 
+    def successors(self, relation: str, nodes: IntArray) -> tuple[IntArray, IntArray] | None:
+        """Each node's out-degree in ``relation`` and its successors, node after node, read
+        from the compiled matrix of this view's edge set — ``None`` when none was built.
+
+        No sort: the edges come grouped by their first node, in the order of ``nodes``.
+        """
+        matrix = self.index.compiled(relation, self.edges, self.removals)
+        if matrix is None:
+            return None
+        # the matrix spans the nodes held when it was built: later ones have no edge in it
+        indptr = matrix.indptr
+        rows = np.minimum(nodes, matrix.shape[0])
+        starts = indptr[rows]
+        counts = (indptr[np.minimum(rows + 1, matrix.shape[0])] - starts).astype(np.int64)
+        total = int(counts.sum())
+        # entry t of node j's run sits at starts[j] + t: one gather of every run, in order
+        ahead = np.cumsum(counts) - counts
+        at = np.repeat(starts - ahead, counts) + np.arange(total)
+        return counts, matrix.indices[at].astype(np.int64)
+
     def cone_edges(self, relation: str, cone: IntArray) -> tuple[IntArray, IntArray]:
         """The edges of ``relation`` out of ``cone`` nodes, as ``(from, to)`` ordinals.
 
@@ -150,7 +170,14 @@ class IndexView:
 
 
 def _compiled_walk(adjacency: Any, origin: int) -> tuple[IntArray, IntArray]:
-    """:meth:`IndexView.walk` by scipy's compiled BFS; hops by pointer jumping on its tree."""
+    """:meth:`IndexView.walk` by scipy's compiled BFS; hops level by level from its tree.
+
+    The BFS lists nodes in the order its queue took them in, so the positions
+    of their parents never decrease: the nodes one hop further than a level
+    are the run whose parents lie in that level, found by one binary search
+    per level. Pointer jumping on the tree (O(n log depth)) takes over for a
+    cone with more levels than a budget, or should that order ever not hold.
+    """
     from scipy.sparse.csgraph import breadth_first_order  # type: ignore[import-untyped]
 
     order, predecessors = breadth_first_order(
@@ -158,7 +185,26 @@ def _compiled_walk(adjacency: Any, origin: int) -> tuple[IntArray, IntArray]:
     )
     local = np.empty(adjacency.shape[0], dtype=np.int64)
     local[order] = np.arange(len(order))
-    parent = np.concatenate(([0], local[predecessors[order[1:]]]))
+    parent = local[predecessors[order[1:]]]  # position in `order` of each node's parent
+    if len(parent) and not bool((parent[1:] >= parent[:-1]).all()):
+        return _jumped_walk(order, parent)
+    # a level costs a Python step: a deep, narrow cone (a chain of stages) has thousands
+    # of levels of a node or two, cheaper by pointer jumping — past a budget, switch
+    budget = len(order) // 64 + 16
+    sizes: list[int] = []
+    start, end = 0, 1  # the current level: positions start .. end-1 (the origin first)
+    while end > start:
+        if len(sizes) == budget:
+            return _jumped_walk(order, parent)
+        sizes.append(end - start)
+        start, end = end, int(np.searchsorted(parent, end, side="left")) + 1
+    hops = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+    return order[1:].astype(np.int64), hops[1:]
+
+
+def _jumped_walk(order: IntArray, parent: IntArray) -> tuple[IntArray, IntArray]:
+    """Hops by pointer jumping on the BFS tree (``parent``: positions in ``order``)."""
+    parent = np.concatenate(([0], parent))
     hops = np.ones(len(order), dtype=np.int64)
     hops[0] = 0
     while True:  # after each pass, hops[v] counts the edges to parent[v]

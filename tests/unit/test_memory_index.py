@@ -99,6 +99,7 @@ def describe(snapshot: MemorySnapshot) -> dict:
         "settled": dict(zip(ids, view.settled(nodes).tolist(), strict=True)),
         "observed": dict(zip(ids, view.observed_us(nodes).tolist(), strict=True)),
         "kinds": {ids[i]: kind_names[k] for i, k in enumerate(view.kind_ids(nodes).tolist())},
+        "depths": dict(zip(ids, view.depths(nodes).tolist(), strict=True)),
         "routing": {ids[i]: fields.routing_key(i) for i in range(view.n)},
         "routing_ids": {
             ids[i]: routing_keys[k] for i, k in enumerate(fields.routing_ids(nodes).tolist())
@@ -159,6 +160,55 @@ def test_views_taken_at_many_points_of_one_long_run_stay_exact():
     for length in sorted(rng.sample(range(len(events) + 1), 25)):  # ... then older views
         assert_view_exact(log.prefix(length), queries=3, rng=rng)
     assert log.branch._derived[MEMORY_INDEX].length == len(events)
+
+
+def assert_views_equal(live: SubstrateLog, restarted: SubstrateLog, rng: random.Random) -> None:
+    """Two logs of the same events, each reading its own branch's index: same answers, bit for bit."""
+    captured = T0 + timedelta(hours=2)
+    ours = MemorySnapshot.from_log(live, captured)
+    theirs = MemorySnapshot.from_log(restarted, captured)
+    assert ours.index.index is not theirs.index.index
+    assert ours.index.length == theirs.index.length == len(live)
+    assert describe(ours) == describe(theirs)
+    for origin in rng.sample(sorted(ours.nodes), min(3, len(ours.nodes))):
+        for spec in rng.sample(SPECS, 4):
+            text = rng.choice(["", "n001 at 3", "at n004 9"])
+            query = Query(text=text, scorer=rng.choice([token_jaccard, SCORER]))
+            assert rows(query_vectorised(ours, origin, spec, query)) == rows(
+                query_vectorised(theirs, origin, spec, query)
+            )
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.integers(0, 2**32))
+def test_an_index_rebuilt_after_a_restart_equals_the_incremental_one_at_many_points(seed):
+    # the run as it happened: one index per branch, extended by each step's few events; a
+    # restart at a random point reads the events back from storage into a new branch, whose
+    # index is built from all of them in one batch, then the resumed run goes on from it
+    from cortex_agents.persistence.store import decode_event, encode_event
+    from cortex_agents.substrate.log import LogBuffer
+
+    rng = random.Random(seed)
+    events = random_run(rng, 260)
+    live = SubstrateLog()
+
+    def grow(upto: int) -> SubstrateLog:  # bound after every step, as stages do
+        nonlocal live
+        while len(live) < upto:
+            live = live.appended(events[len(live) : min(upto, len(live) + rng.randint(1, 5))])
+            MemorySnapshot.from_log(live, T0).index.fields(default_extractor)
+        return live.prefix(upto)
+
+    for point in sorted(rng.sample(range(1, len(events) - 10), 6)):
+        stored = [decode_event(encode_event(event)) for event in events[:point]]
+        restarted = LogBuffer(stored).view(point)
+        assert_views_equal(grow(point), restarted, rng)
+        for older in rng.sample(range(point), min(2, point)):  # the rebuilt index, older views
+            assert_views_equal(grow(older), restarted.prefix(older), rng)
+        resumed = restarted.appended(events[point : point + rng.randint(1, 10)])
+        assert resumed.branch is not restarted.branch  # storage's branch is never extended
+        assert_views_equal(grow(len(resumed)), resumed, rng)
+        assert_view_exact(resumed, rng=rng)  # and both equal an index of the fold
 
 
 def chain(n: int, *, settle: bool = True) -> list:
@@ -286,6 +336,10 @@ def test_a_fork_carries_the_index_as_of_its_fork_point_and_stays_exact(where):
 
 
 def test_the_compiled_walk_equals_the_python_walk_on_every_view():
+    from scipy.sparse.csgraph import breadth_first_order
+
+    from cortex_agents.memory.view import _jumped_walk
+
     rng = random.Random(29)
     events = random_run(rng, 500)
     log = SubstrateLog(events)
@@ -307,8 +361,40 @@ def test_the_compiled_walk_equals_the_python_walk_on_every_view():
                 slow = dict(zip(nodes.tolist(), hops.tolist(), strict=True))
                 assert fast == slow, (length, relation, origin)
                 index._adjacency[(relation, view.edges, view.removals)] = matrix
+                if origin < matrix.shape[0]:  # hops by levels and by pointer jumping agree
+                    order, parents = breadth_first_order(
+                        matrix, origin, directed=True, return_predecessors=True
+                    )
+                    local = np.empty(matrix.shape[0], dtype=np.int64)
+                    local[order] = np.arange(len(order))
+                    jumped = _jumped_walk(order, local[parents[order[1:]]])
+                    assert dict(zip(*(a.tolist() for a in jumped), strict=True)) == slow
     assert compiled_walks > 500
     assert any(isinstance(e, EdgeRemoved) for e in events)  # views with edges taken out
+
+
+def test_influence_read_from_the_compiled_matrix_equals_the_reference_bit_for_bit():
+    # once a view's edge set has a compiled matrix, the triangular system takes each cone
+    # node's successors from it (no sort): the same floats as the reference's ordered sums
+    rng = random.Random(37)
+    events = random_run(rng, 500)
+    log = SubstrateLog(events)
+    compiled = 0
+    for length in sorted(rng.sample(range(50, len(events) + 1), 8)):
+        snapshot = MemorySnapshot.from_log(log.prefix(length), T0 + timedelta(hours=2))
+        rebuilt = MemorySnapshot.from_state(fold(events[:length]), snapshot.captured_at)
+        view = snapshot.index
+        for origin in rng.sample(sorted(snapshot.nodes), min(6, len(snapshot.nodes))):
+            for spec in SPECS:
+                if spec.prior != "influence":
+                    continue
+                for relation in ("ancestors", "descendants"):
+                    while view.index.adjacency(relation, view.edges, view.removals) is None:
+                        pass  # asked twice for one edge set: built
+                got = query_vectorised(snapshot, origin, spec)
+                assert rows(got) == rows(query_reference(rebuilt, origin, spec))
+                compiled += 1
+    assert compiled > 100
 
 
 def test_embedding_axis_of_a_cone_larger_than_a_chunk_equals_the_reference():
