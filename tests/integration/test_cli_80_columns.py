@@ -137,7 +137,7 @@ def scripted_run():
     """The claim-review wire run here, its model scripted: a real RunResult, no LLM; and the
     progress lines the demo's printer wrote while it ran."""
     reviewer = [
-        call("cortex_memory_query", {"query_text": "selection bias", "limit": 3}),
+        call("cortex_memory_query", {"query_text": "selection bias"}),
         say(json.dumps({"verdict": "gap", "gaps": ["no trial for c2"], "cited": ["analyst-b"]})),
     ]
     wire = load_wire("graphs/claim_review.py")

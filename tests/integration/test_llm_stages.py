@@ -59,7 +59,7 @@ CLAIM_REVIEW = load_wire("graphs/claim_review.py")
 
 def test_claim_review_reviewer_calls_memory_and_sees_analyst_branches_past_the_merge():
     reviewer = [
-        call("cortex_memory_query", {"query_text": "selection bias", "limit": 3}),
+        call("cortex_memory_query", {"query_text": "selection bias"}),
         say(
             json.dumps(
                 {
@@ -82,13 +82,15 @@ def test_claim_review_reviewer_calls_memory_and_sees_analyst_branches_past_the_m
     # offered exactly its catalog, forced to the memory tool (the policy of this wire)
     assert [t["function"]["name"] for t in first["tools"]] == ["cortex_memory_query"]
     assert first["tool_choice"] == {"type": "function", "function": {"name": "cortex_memory_query"}}
+    # the wire offers only query_text (memory_tool_arguments); the rest keep the preset's
+    assert list(first["tools"][0]["function"]["parameters"]["properties"]) == ["query_text"]
     user = first["messages"][1].content
     assert "<analyst_branches>" in user and "merge (key" not in user.split("<analyst_branches>")[1]
     assert "cortex_memory_query" in first["system"]  # the nudge, because the tool is in the catalog
     # the tool call is journaled in the substrate with what the memory tool returned
     calls = [e for e in result.log if isinstance(e, ToolCallMade)]
     assert [(c.node_id, c.tool, dict(c.arguments)) for c in calls] == [
-        ("reviewer", "cortex_memory_query", {"query_text": "selection bias", "limit": 3})
+        ("reviewer", "cortex_memory_query", {"query_text": "selection bias"})
     ]
     ranked = [m["node_id"] for m in calls[0].result["matches"]]
     assert len(ranked) == 3 and ranked == recomputed(result.log, calls[0])
