@@ -336,15 +336,30 @@ def compare_table(result: RunResult, wire: Wire, left: str, right: str) -> Table
     table.add_row("memory", *(memory_label(wire, n, kinds.get(n, "")) for n in (left, right)))
     table.add_row("could see", *(seen(n) for n in (left, right)))
     table.add_row("concluded", *(_review_text(values[n]) for n in (left, right)))
-    only = [n for n in _recalled(result, right) if n not in _recalled(result, left)]
-    same = values[left].get("verdict") == values[right].get("verdict")
-    table.caption = (
-        f"{right} could also see {', '.join(only) or 'nothing more'}; "
-        + ("both reached the same verdict" if same else "their verdicts differ")
-        + f" ({values[left].get('verdict')} / {values[right].get('verdict')})"
-    )
+    table.caption = compare_sentence(result, left, right)
     table.caption_justify = "left"
     return table
+
+
+def compare_sentence(result: RunResult, left: str, right: str) -> str:
+    """One sentence: what ``right`` recalled that ``left`` could not see, and what each concluded."""
+
+    def concluded(node_id: str) -> str:
+        value = _value(result, node_id)
+        gaps = [str(g) for g in value.get("gaps") or [] if str(g).strip()]
+        named = f" ({'; '.join(display(g, 40) for g in gaps)})" if gaps else " (no gaps)"
+        return f"{value.get('verdict') or 'no verdict'}{named}"
+
+    only = [n for n in _recalled(result, right) if n not in _recalled(result, left)]
+    seen = (
+        f"{right} recalled {', '.join(only)}, which {left} could not see,"
+        if only
+        else f"{right} recalled nothing {left} could not see,"
+    )
+    same = _value(result, left).get("verdict") == _value(result, right).get("verdict")
+    return f"{seen} and concluded {concluded(right)}; {left} concluded {concluded(left)}" + (
+        " — the same verdict." if same else " — the verdicts differ."
+    )
 
 
 def forced_lines(scenario: Scenario) -> list[str]:

@@ -178,7 +178,20 @@ def test_compare_shows_the_two_reviewers_side_by_side(tmp_path):
     assert "recalled" not in classic.replace("recalled: nothing", "")
     for node, column in (("reviewer-classic", classic), ("reviewer-topological", topological)):
         assert f"verdict: {compare.outputs[node]['value']['verdict']}" in column
-    assert f"reviewer-topological could also see {', '.join(topo)}" in text
+    # one sentence: what the topological reviewer recalled that the classic could not see, and
+    # what each concluded
+    verdicts = {
+        n: compare.outputs[n]["value"]["verdict"]
+        for n in ("reviewer-classic", "reviewer-topological")
+    }
+    sentence = (
+        f"reviewer-topological recalled {', '.join(topo)}, which reviewer-classic could not see, "
+        f"and concluded {verdicts['reviewer-topological']} ("
+    )
+    assert sentence in text
+    assert f"reviewer-classic concluded {verdicts['reviewer-classic']} (" in text
+    differ = verdicts["reviewer-classic"] != verdicts["reviewer-topological"]
+    assert ("the verdicts differ." if differ else "the same verdict.") in text
 
 
 def table_columns(out: str) -> tuple[str, str]:
