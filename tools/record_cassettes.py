@@ -50,6 +50,7 @@ from cortex_agents.persistence import open_saver
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))  # the sibling script, also when loaded by path (tests)
 from prompt_check import Render, check_cassettes, server_renderer  # noqa: E402
+
 RECORDABLE = {**SCENARIOS, **FIXTURES}
 
 

@@ -15,7 +15,6 @@ compact result), so the substrate records what each stage asked and got.
 from __future__ import annotations
 
 import json
-
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol

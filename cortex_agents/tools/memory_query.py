@@ -364,7 +364,7 @@ def _memory_query_tool(
         for name, field in _All.model_fields.items()
         if name in arguments
     }
-    _Input = create_model(  # noqa: N806 - a class, built at run time from the offered fields
+    _Input = create_model(
         "_Input",
         __config__=ConfigDict(extra="forbid", strict=True, arbitrary_types_allowed=True),
         runtime=(ToolRuntime[Any, Any], ...),

@@ -110,10 +110,14 @@ def test_only_the_topological_stages_were_offered_the_memory_tool(replayed):
     assert choices == {"reviewer": {'"required"'}, "rewriter": {'"required"'}}
     prompts = {kind_of(r): r["messages"][0]["content"] for r in recorded_requests()}
     assert "cortex_memory_query" in prompts["reviewer"]  # the nudge
-    assert (rewriter_tool in prompts["rewriter"]) and ("propose_rewrite" in prompts["rewriter"]) == (
-        repaired(result)
+    assert (rewriter_tool in prompts["rewriter"]) and (
+        "propose_rewrite" in prompts["rewriter"]
+    ) == (repaired(result))
+    assert all(
+        "cortex_memory_query" not in p
+        for k, p in prompts.items()
+        if k not in ("reviewer", "rewriter")
     )
-    assert all("cortex_memory_query" not in p for k, p in prompts.items() if k not in ("reviewer", "rewriter"))
 
 
 def test_the_reviewer_saw_the_analyst_branches_behind_the_merge(replayed):

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.prebuilt import ToolRuntime
 
+from cortex_agents.errors import InvalidArgument
 from cortex_agents.memory import (
     BUILTIN_PRESETS,
     MemoryHandle,
@@ -21,7 +22,6 @@ from cortex_agents.memory import (
     Topological,
     WalkSpec,
 )
-from cortex_agents.errors import InvalidArgument
 from cortex_agents.snapshot_file import load_snapshot
 from cortex_agents.tools.memory_query import make_memory_query_tool, render_matches
 from cortex_agents.tools.tokens import count_tokens

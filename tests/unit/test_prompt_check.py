@@ -26,7 +26,9 @@ def check() -> ModuleType:
 
 
 def chatml(body) -> str:
-    return "".join(f"<|im_start|>{m['role']}\n{m.get('content') or ''}<|im_end|>\n" for m in body["messages"])
+    return "".join(
+        f"<|im_start|>{m['role']}\n{m.get('content') or ''}<|im_end|>\n" for m in body["messages"]
+    )
 
 
 def drops_tool_turns(body) -> str:
@@ -61,18 +63,34 @@ def test_requests_without_tool_results_are_not_rendered(check):
     def never(body):
         raise AssertionError("rendered a request without tool results")
 
-    assert check.missing_results([{"messages": [{"role": "user", "content": "x"}]}], never) == (0, [])
+    assert check.missing_results([{"messages": [{"role": "user", "content": "x"}]}], never) == (
+        0,
+        [],
+    )
 
 
 def test_content_parts_are_joined(check):
-    body = {"messages": [{"role": "tool", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]}
+    body = {
+        "messages": [
+            {
+                "role": "tool",
+                "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}],
+            }
+        ]
+    }
     assert check.tool_results(body) == ["ab"]
 
 
 def test_a_cassettes_chat_requests_are_read_and_checked(check, tmp_path):
     cassette = tmp_path / "c.yaml"
     interactions = [
-        {"request": {"method": "POST", "uri": "http://h/v1/chat/completions", "body": json.dumps(BODY)}},
+        {
+            "request": {
+                "method": "POST",
+                "uri": "http://h/v1/chat/completions",
+                "body": json.dumps(BODY),
+            }
+        },
         {"request": {"method": "POST", "uri": "http://h/v1/embeddings", "body": "{}"}},
     ]
     cassette.write_text(yaml.safe_dump({"interactions": interactions, "version": 1}))

@@ -93,7 +93,13 @@ def test_unparsable_arguments_go_back_wrapped_when_the_policy_says_so():
     broken = AIMessage(
         content=" ",
         invalid_tool_calls=[
-            {"name": "echo", "args": '{"text": ', "id": "b", "error": "x", "type": "invalid_tool_call"}
+            {
+                "name": "echo",
+                "args": '{"text": ',
+                "id": "b",
+                "error": "x",
+                "type": "invalid_tool_call",
+            }
         ],
     )
     result, chat = loop([broken, say("done")], resend_invalid="wrapped")
