@@ -43,6 +43,8 @@ RECORD_COMMAND: Final = (
     "python tools/eval_reviews.py --record --split {split} --rerecord "
     "--base-url http://127.0.0.1:8765/v1 --model {model}"
 )
+_STALE: Final = "CannotOverwriteExistingCassette"
+"""What vcrpy's error for an unrecorded request is called (its type and its message)."""
 
 
 class StaleCassette(CortexError, RuntimeError):
@@ -120,15 +122,15 @@ def _replay_one(
     try:
         with replay(path):
             run = run_review(case, arm, settings.chat_model(), settings.structured_output)
-    except Exception as error:
-        if "CannotOverwriteExistingCassette" in type(error).__name__:
+    except Exception as error:  # vcrpy's refusal, raised as is or as the run's failure
+        if _STALE in type(error).__name__ or _STALE in str(error):
             raise StaleCassette(
                 f"{path} no longer matches the eval's requests (a prompt, the case set or "
                 f"the memory ranking changed); re-record with: {again}"
             ) from None
         raise
     if run.failures:  # the stage caught the mismatch: the reviewer failed, the run went on
-        stale = any("CannotOverwriteExistingCassette" in error for _, error in run.failures)
+        stale = any(_STALE in error for _, error in run.failures)
         reason = "no longer matches the eval's requests" if stale else f"failed {run.failures}"
         raise StaleCassette(f"{path}: the replay {reason}; re-record with: {again}")
     return run
