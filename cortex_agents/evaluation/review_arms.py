@@ -126,7 +126,9 @@ def _shipped_memory() -> tuple[MemoryStrategy, PresetRegistry]:
 def review_wire(arm: Arm, case: ReviewCase) -> Wire:
     """The wire of one arm for one case (only the oracle's depends on the case)."""
     shipped, presets = _shipped_memory()
-    builder = WireBuilder(f"eval_reviews_{arm}", presets=presets.with_presets(SEED_PRESET))
+    # only the seed arm knows the seed preset: the tool's schema lists the presets it may name
+    presets = presets.with_presets(SEED_PRESET) if arm == "seed" else presets
+    builder = WireBuilder(f"eval_reviews_{arm}", presets=presets)
     for kind, fn in (("planner", _planner), ("analyst", _analyst), ("merge", _merge)):
         builder.kind(kind, fn)
     builder.kind("reviewer", KINDS["reviewer"])

@@ -259,7 +259,9 @@ def _case(case_id: str, flaw: str | None) -> ReviewCase:
 def build_review_cases(split: Split | Literal["all"] = "all") -> list[ReviewCase]:
     """The labelled set (:data:`PER_KIND` flawed cases per kind, :data:`CONTROLS` controls), in
     id order, restricted to ``split`` unless ``all``."""
-    ids = [(f"{kind}-{n:02d}", kind) for kind in FLAW_KINDS for n in range(1, PER_KIND + 1)]
+    ids: list[tuple[str, str | None]] = [
+        (f"{kind}-{n:02d}", kind) for kind in FLAW_KINDS for n in range(1, PER_KIND + 1)
+    ]
     ids += [(f"control-{n:02d}", None) for n in range(1, CONTROLS + 1)]
     cases = [_case(case_id, flaw) for case_id, flaw in sorted(ids)]
     return [c for c in cases if split == "all" or c.split == split]
