@@ -35,6 +35,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
 
 from cortex_agents.demo import RecordedModel  # noqa: E402
 from cortex_agents.errors import CortexError  # noqa: E402
@@ -82,17 +83,23 @@ def _progress(run: ReviewRun) -> None:
     print(f"  {run.case:<18} {run.arm:<12} gaps={gaps!r}", file=sys.stderr)
 
 
-def _template_check(base_url: str) -> Any:
-    """The recording-time check that every tool result reached the model's prompt, if the
-    project has one (``tools/check_templates.py``); ``None`` otherwise."""
-    try:
-        from tools import check_templates  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    check = getattr(check_templates, "check_cassette", None)
-    if check is None:
-        return None
-    return lambda path: check(path, base_url=base_url)
+class PromptCheck:
+    """The recording-time check of each new cassette: every tool result it recorded is in the
+    prompt the server rendered from its request (``tools/prompt_check.py``: the server's own
+    template, ``POST /apply-template``). Raises on a cassette that misses one."""
+
+    def __init__(self, base_url: str) -> None:
+        import prompt_check
+
+        self._check = prompt_check.check_cassettes
+        self._render = prompt_check.server_renderer(base_url)
+        self.checked = 0
+
+    def __call__(self, path: Path) -> None:
+        count, problems = self._check([path], self._render)
+        self.checked += count
+        if problems:
+            raise RuntimeError("tool results the model never saw:\n" + "\n".join(problems))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
                 max_tokens_field="max_tokens",
                 structured_output="json_schema",
             )
+            check = PromptCheck(args.base_url)
             table = record_split(
                 args.cassettes,
                 args.split,
@@ -127,10 +135,11 @@ def main(argv: list[str] | None = None) -> int:
                 settings,
                 api_key=os.environ.get("OPENAI_API_KEY", "sk-local"),
                 rerecord=args.rerecord,
-                check=_template_check(args.base_url),
+                check=check,
                 on_run=on_run,
             )
             recorded = table
+            print(f"tool results checked in the rendered prompts: {check.checked}, all found")
         else:
             recorded = load_recorded(args.cassettes, args.split)["table"]
             table, _ = replay_split(args.cassettes, args.split, cases, arms=ARMS, on_run=on_run)
