@@ -173,8 +173,9 @@ def record_split(
 ) -> dict[str, Any]:
     """Record every case and arm of a split live, then store the table its replay computes.
 
-    Cases run one after the other, all four arms of a case together (an
-    interrupted recording leaves whole cases). ``check`` is called on each new
+    Arms run one after the other, every case of an arm together: consecutive
+    requests then share their longest prefix (system prompt, tool schema),
+    which a llama.cpp server does not evaluate again. ``check`` is called on each new
     cassette (e.g. that its tool results reached the model's prompt) and may
     raise to reject it.
 
@@ -197,8 +198,8 @@ def record_split(
         json.dumps({"model": asdict(settings), "table": None}, indent=2) + "\n", encoding="utf-8"
     )
     live: dict[tuple[str, str], dict[str, Any]] = {}
-    for case in cases:
-        for arm in ARMS:
+    for arm in ARMS:
+        for case in cases:
             path = cassette_path(folder, split, case.id, arm)
             if path.is_file() and not rerecord:
                 continue

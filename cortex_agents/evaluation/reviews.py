@@ -50,9 +50,9 @@ __all__ = [
 
 Split = Literal["dev", "heldout"]
 FLAW_KINDS: Final = ("unsourced", "contradiction", "period", "entity", "arithmetic")
-PER_KIND: Final = 9
-"""Flawed cases per kind (45 in all)."""
-CONTROLS: Final = 12
+PER_KIND: Final = 8
+"""Flawed cases per kind (40 in all)."""
+CONTROLS: Final = 10
 ANALYSTS: Final = (("analyst-a", "c1"), ("analyst-b", "c2"), ("analyst-c", "c3"))
 """The analyst stage ids and their routing keys (``claim_ref``), in wire order."""
 
