@@ -38,7 +38,7 @@ from cortex_agents.runtime import (
     Wire,
     load_wire,
 )
-from cortex_agents.stages.llm import CHAT_MODEL, build_chat_model
+from cortex_agents.stages.llm import CHAT_MODEL, TOOL_FORCE, build_chat_model
 from cortex_agents.stages.structured import STRUCTURED_OUTPUT
 from cortex_agents.substrate import ToolCallMade
 from cortex_agents.testing import record, replay
@@ -251,6 +251,9 @@ class RecordedModel:
             for llama-cpp-python's server, ``json_schema`` for OpenAI's API.
         frequency_penalty: Sent with every request when set (a small model
             otherwise loops on a phrase until its cap cuts a tool call short).
+        tool_force: How a stage's policy forces a tool by name
+            (``ToolPolicy.force``): ``named`` (OpenAI's form) or ``required``
+            with that tool alone (llama.cpp's ``llama-server`` ignores a named choice).
     """
 
     base_url: str
@@ -260,6 +263,7 @@ class RecordedModel:
     max_tokens_field: Literal["max_completion_tokens", "max_tokens"] = "max_completion_tokens"
     structured_output: Literal["json_schema", "json_object", "off"] = "json_schema"
     frequency_penalty: float | None = None
+    tool_force: Literal["named", "required"] = "named"
 
     def chat_model(self, api_key: str = "sk-replay") -> Any:
         """The ``ChatOpenAI`` whose requests match the recording."""
@@ -310,6 +314,7 @@ def _runtime(scenario: Scenario, saver: CortexSaver, settings: RecordedModel, ke
     services = {
         CHAT_MODEL: settings.chat_model(key),
         STRUCTURED_OUTPUT: settings.structured_output,
+        TOOL_FORCE: settings.tool_force,
     }
     return Runtime(wire, saver, clock=clock, services=services)
 

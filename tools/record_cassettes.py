@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Record the shipped scenarios' LLM exchanges against an OpenAI-compatible endpoint.
 
-Opt-in, never run by CI (CI only replays). Here the reachable endpoint is a
-local llama.cpp server with the gemma3 270M model (see DEVELOPERS.md):
+Opt-in, never run by CI (CI only replays). Here the reachable endpoint is
+llama.cpp's own ``llama-server --jinja`` serving Qwen2.5-Coder-1.5B-Instruct
+with the model's own chat template (DEVELOPERS.md gives the recipe):
 
-    python tools/record_cassettes.py --base-url http://127.0.0.1:8765/v1 --model gemma3-270m
+    python tools/record_cassettes.py --base-url http://127.0.0.1:8765/v1 --model qwen2.5-coder-1.5b
 
 Writes ``cassettes/<scenario>.yaml`` (the exchanges, auth headers filtered)
 and ``cassettes/<scenario>.json`` (the model settings replay must reuse);
@@ -12,8 +13,14 @@ test fixtures (``cortex_agents.demo.FIXTURES``, e.g. ``malformed_tool_call``)
 go to ``tests/replay/cassettes/``.
 
 Every stage asks for its answer with a JSON-schema response format; the form
-is ``--structured-output`` (``json_object``, the default, is what
-llama-cpp-python's server honours; ``json_schema`` is OpenAI's).
+is ``--structured-output`` (``json_schema``, OpenAI's form, which
+``llama-server`` honours; ``json_object`` is llama-cpp-python's server's).
+A tool the wire forces by name is forced as ``--tool-force`` says
+(``required`` with that tool alone: ``llama-server`` ignores a named choice).
+After each scenario, every recorded request is rendered with the server's
+template (``tools/prompt_check.py``) and the recording is refused when a tool
+result is missing from the prompt the model read (``--no-prompt-check`` for a
+server without ``/apply-template``).
 
 Re-record one scenario at a time with ``--scenario NAME`` (repeatable): only
 the named scenarios' two files are touched. Each scenario is recorded into a
@@ -39,6 +46,8 @@ from cortex_agents.demo import FIXTURES, SCENARIOS, RecordedModel, record_scenar
 from cortex_agents.persistence import open_saver
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))  # the sibling script, also when loaded by path (tests)
+from prompt_check import Render, check_cassettes, server_renderer  # noqa: E402
 RECORDABLE = {**SCENARIOS, **FIXTURES}
 
 
@@ -47,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--base-url", default=os.environ.get("OPENAI_BASE_URL", "http://127.0.0.1:8765/v1")
     )
-    parser.add_argument("--model", default=os.environ.get("CORTEX_MODEL", "gemma3-270m"))
+    parser.add_argument("--model", default=os.environ.get("CORTEX_MODEL", "qwen2.5-coder-1.5b"))
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
         "--max-tokens",
@@ -64,16 +73,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--frequency-penalty",
         type=float,
-        default=1.0,
-        help="sent with every request (0 to leave it out): the 270M model otherwise loops on "
-        "a phrase inside a tool call's string until the cap cuts it",
+        default=0.0,
+        help="sent with every request (0, the default, leaves it out): a very small model "
+        "loops on a phrase inside a tool call's string until the cap cuts it",
     )
     parser.add_argument(
         "--structured-output",
         choices=["json_object", "json_schema", "off"],
-        default="json_object",
-        help="response-format form of every stage's answer (llama-cpp-python's server "
-        "honours json_object with a schema; OpenAI json_schema)",
+        default="json_schema",
+        help="response-format form of every stage's answer (OpenAI's json_schema, which "
+        "llama-server honours; json_object with a schema for llama-cpp-python's server)",
+    )
+    parser.add_argument(
+        "--tool-force",
+        choices=["named", "required"],
+        default="required",
+        help="how a tool forced by name is asked for: required with that tool alone "
+        "(llama-server ignores a named tool_choice) or OpenAI's named form",
+    )
+    parser.add_argument(
+        "--no-prompt-check",
+        action="store_true",
+        help="skip rendering each recorded request with the server's template "
+        "(POST /apply-template) to prove every tool result reached the model",
     )
     parser.add_argument(
         "--scenario",
@@ -109,7 +131,9 @@ def main(argv: list[str] | None = None) -> int:
         max_tokens_field=args.max_tokens_field,
         structured_output=args.structured_output,
         frequency_penalty=args.frequency_penalty or None,
+        tool_force=args.tool_force,
     )
+    check = None if args.no_prompt_check else server_renderer(args.base_url)
     missed = []
     for name in args.scenario or sorted(RECORDABLE):
         out = args.fixtures_out if name in FIXTURES else args.out
@@ -117,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         for attempt in range(1, args.attempts + 1):
             last = attempt == args.attempts
             keep = args.keep_mismatched and last
-            if _record_one(name, settings, out, keep_mismatched=keep):
+            if _record_one(name, settings, out, keep_mismatched=keep, check=check):
                 break
             if not last:
                 print(f"  {name}: attempt {attempt} of {args.attempts} missed; recording again")
@@ -126,7 +150,14 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if missed else 0
 
 
-def _record_one(name: str, settings: RecordedModel, out: Path, *, keep_mismatched: bool) -> bool:
+def _record_one(
+    name: str,
+    settings: RecordedModel,
+    out: Path,
+    *,
+    keep_mismatched: bool,
+    check: Render | None = None,
+) -> bool:
     """Record scenario ``name`` into a staging folder; install its files if it is worth keeping."""
     scenario = RECORDABLE[name]
     with (
@@ -148,6 +179,12 @@ def _record_one(name: str, settings: RecordedModel, out: Path, *, keep_mismatche
                 file=sys.stderr,
             )
             return False
+        if check is not None:
+            checked, unread = check_cassettes([Path(staging) / f"{name}.yaml"], check)
+            if unread:  # never kept, whatever --keep-mismatched says: the model did not read them
+                print(f"  {name}: {'; '.join(unread)}", file=sys.stderr)
+                return False
+            print(f"  {name}: {checked} tool result(s), each in its rendered prompt")
         statuses = {n.id: n.status for n in result.state.nodes.values()}
         print(f"{name}: {statuses}; rewrites: {list(scenario.outcomes(result))}")
         if misses := scenario.misses(result):

@@ -50,6 +50,7 @@ from cortex_agents.tools.propose_rewrite import PROPOSE_REWRITE_TOOL, make_propo
 __all__ = [
     "CHAT_MODEL",
     "MODEL_ADVICE",
+    "TOOL_FORCE",
     "ModelUnavailable",
     "build_chat_model",
     "chat_model_from_env",
@@ -185,12 +186,19 @@ def stage_tools(
     return tools
 
 
+TOOL_FORCE: Final = "tool_force"
+"""Runtime service: how a tool named by a policy is forced (``ToolPolicy.force``) when the
+stage's ``tools`` table does not say; ``required`` for llama.cpp's ``llama-server``."""
+
+
 def tool_policy(ctx: StageContext) -> ToolPolicy:
-    """The stage's tool policy from its config's ``tools`` table."""
+    """The stage's tool policy from its config's ``tools`` table (``force``: else the service)."""
     raw = ctx.config.get("tools", {})
     if not isinstance(raw, Mapping):
         raise InvalidArgument("config.tools", "must be a table", raw)
-    allowed = {"max_rounds", "first", "then", "empty_content", "max_calls_per_turn"}
+    if "force" not in raw and (force := ctx.extras.get(TOOL_FORCE)) is not None:
+        raw = {**raw, "force": force}
+    allowed = {"max_rounds", "first", "then", "empty_content", "max_calls_per_turn", "force"}
     if unknown := sorted(set(raw) - allowed):
         raise InvalidArgument(
             f"config.tools.{unknown[0]}", f"is not a tool policy field ({sorted(allowed)})", raw

@@ -69,10 +69,17 @@ class ToolPolicy:
         max_calls_per_turn: Calls run per model turn; further calls of that
             turn get a ``too_many_calls`` error and run nothing, so one turn
             cannot multiply the stage's work or its transcript.
+        force: How a turn whose choice names a tool forces it. ``named``
+            offers the whole catalog with OpenAI's
+            ``{"type": "function", "function": {"name": ...}}``; ``required``
+            offers that one tool alone with ``tool_choice="required"``, which
+            means the same to the model and is what servers that ignore a
+            named choice honour (llama.cpp's ``llama-server``).
 
     Raises:
-        InvalidArgument: ``max_rounds`` is not an integer in [0, 16] or
-            ``max_calls_per_turn`` not one in [1, 64].
+        InvalidArgument: ``max_rounds`` is not an integer in [0, 16],
+            ``max_calls_per_turn`` not one in [1, 64], or ``force`` neither
+            ``named`` nor ``required``.
     """
 
     max_rounds: int = 2
@@ -80,8 +87,11 @@ class ToolPolicy:
     then: ToolChoice = "auto"
     empty_content: str | None = None
     max_calls_per_turn: int = 8
+    force: Literal["named", "required"] = "named"
 
     def __post_init__(self) -> None:
+        if self.force not in ("named", "required"):
+            raise InvalidArgument("force", "must be 'named' or 'required'", self.force)
         for name, low, high in (("max_rounds", 0, 16), ("max_calls_per_turn", 1, 64)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
@@ -109,16 +119,21 @@ class ToolLoopResult:
     calls: list[ToolCall] = field(default_factory=list)
 
 
-def _choice(choice: ToolChoice, names: set[str]) -> Any:
+def _offer(
+    choice: ToolChoice, catalog: dict[str, BaseTool], force: str
+) -> tuple[list[BaseTool], Any]:
+    """The tools a turn offers and the ``tool_choice`` it sends."""
     if choice in ("auto", "required", "none"):
-        return choice
-    if choice not in names:
+        return list(catalog.values()), choice
+    if choice not in catalog:
         raise InvalidArgument(
             "tool_choice",
-            f"must be auto, required, none or a tool of the catalog {sorted(names)}",
+            f"must be auto, required, none or a tool of the catalog {sorted(catalog)}",
             choice,
         )
-    return {"type": "function", "function": {"name": choice}}
+    if force == "required":
+        return [catalog[choice]], "required"
+    return list(catalog.values()), {"type": "function", "function": {"name": choice}}
 
 
 def execute_call(
@@ -220,8 +235,10 @@ def run_tool_loop(
     for turn in range(rounds + 1):
         sent = prepare(list(transcript)) if prepare is not None else transcript
         if turn < rounds:
-            choice = _choice(policy.first if turn == 0 else policy.then, set(catalog))
-            reply = model.bind_tools(list(catalog.values()), tool_choice=choice).invoke(sent)
+            offered, choice = _offer(
+                policy.first if turn == 0 else policy.then, catalog, policy.force
+            )
+            reply = model.bind_tools(offered, tool_choice=choice).invoke(sent)
         else:
             reply = model.invoke(sent)
         answer = reply if isinstance(reply, AIMessage) else AIMessage(content=str(reply.content))

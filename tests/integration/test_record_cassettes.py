@@ -50,7 +50,10 @@ def instance(schema: dict, index: int = 0):
 def in_the_format(body: dict, hit: int) -> str:
     """A model that answers every answer turn in the schema asked for, and never calls a tool."""
     if "response_format" in body:
-        return json.dumps(instance(body["response_format"]["schema"]))
+        form = body["response_format"]
+        # json_schema (the default) nests the schema; json_object carries it beside the type
+        schema = form["json_schema"]["schema"] if "json_schema" in form else form["schema"]
+        return json.dumps(instance(schema))
     return "A short answer."
 
 
@@ -59,7 +62,9 @@ def contents(folder: Path) -> dict[str, bytes]:
 
 
 def run(tool: ModuleType, url: str, out: Path, *args: str) -> int:
-    return tool.main(["--base-url", url, "--model", "m", "--out", str(out), *args])
+    # json_object carries each bound in the schema, so `instance` can satisfy it
+    form = ["--structured-output", "json_object"]
+    return tool.main(["--base-url", url, "--model", "m", "--out", str(out), *form, *args])
 
 
 def test_one_scenario_is_re_recorded_and_no_other_file_changes(tool, out):
