@@ -126,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
                 max_tokens=args.max_tokens,
                 max_tokens_field="max_tokens",
                 structured_output="json_schema",
+                tool_force="required",
             )
             check = PromptCheck(args.base_url)
             table = record_split(

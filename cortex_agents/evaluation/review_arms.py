@@ -23,16 +23,16 @@ the same in every arm. The arms differ only in what the reviewer sees:
     classic, with the flawed analyst's output as a second direct input (a
     control's: one analyst, chosen by the id's hash): the ceiling.
 
-The first turn is forced with ``tool_choice: "required"``, not by naming the
-tool: llama.cpp's server ignores a named choice, and the memory tool is the
-only one bound. An assistant turn with tool calls carries ``" "`` as its
-content (llama.cpp refuses ``null``).
+The topological arms take the shipped reviewer's tool policy: one round, the
+memory query forced first (by ``tool_choice: "required"`` with that tool
+alone when the settings' ``tool_force`` says so: llama.cpp's server ignores a
+named choice), and ``" "`` as the content of a tool-call turn (llama.cpp
+refuses ``null``).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -41,6 +41,7 @@ from langchain_core.outputs import LLMResult
 from langgraph.checkpoint.memory import InMemorySaver
 
 from cortex_agents.bundled import bundled_path
+from cortex_agents.demo import RecordedModel
 from cortex_agents.evaluation.reviews import ANALYSTS, ReviewCase
 from cortex_agents.memory.presets import Preset, PresetRegistry
 from cortex_agents.memory.spec import WalkSpec, Weights
@@ -49,7 +50,7 @@ from cortex_agents.runtime import LogicalClock, Runtime, Wire, WireBuilder
 from cortex_agents.runtime.context import StageContext
 from cortex_agents.runtime.wire_file import load_wire
 from cortex_agents.stages import KINDS
-from cortex_agents.stages.llm import CHAT_MODEL
+from cortex_agents.stages.llm import CHAT_MODEL, TOOL_FORCE
 from cortex_agents.stages.outputs import Analysis, Branch, ClaimFinding, Merged, Plan
 from cortex_agents.stages.structured import STRUCTURED_OUTPUT
 from cortex_agents.timestamps import parse_timestamp
@@ -68,7 +69,6 @@ __all__ = [
 Arm = Literal["classic", "topological", "seed", "oracle"]
 ARMS: Final[tuple[Arm, ...]] = ("classic", "topological", "seed", "oracle")
 CLOCK_START: Final = "2026-01-01T09:00:00Z"
-REVIEWER_TOOLS: Final = {"max_rounds": 1, "first": "required", "empty_content": " "}
 SEED_PRESET: Final = Preset(
     name="seed-reviewer",
     spec=WalkSpec(weights=Weights(graph=1.5)),
@@ -118,14 +118,16 @@ def oracle_analyst(case: ReviewCase) -> str:
     return ANALYSTS[digest[1] % len(ANALYSTS)][0]
 
 
-def _shipped_memory() -> tuple[MemoryStrategy, PresetRegistry]:
+def _shipped_reviewer() -> tuple[MemoryStrategy, dict[str, Any], PresetRegistry]:
+    """The shipped claim-review wire's reviewer: its memory, its tool policy, the presets."""
     wire = load_wire(bundled_path("graphs", "claim_review.py"))
-    return wire.stage("reviewer").memory, wire.presets
+    stage = wire.stage("reviewer")
+    return stage.memory, {"tools": dict(stage.config.get("tools", {}))}, wire.presets
 
 
 def review_wire(arm: Arm, case: ReviewCase) -> Wire:
     """The wire of one arm for one case (only the oracle's depends on the case)."""
-    shipped, presets = _shipped_memory()
+    shipped, tools, presets = _shipped_reviewer()
     # only the seed arm knows the seed preset: the tool's schema lists the presets it may name
     presets = presets.with_presets(SEED_PRESET) if arm == "seed" else presets
     builder = WireBuilder(f"eval_reviews_{arm}", presets=presets)
@@ -140,11 +142,11 @@ def review_wire(arm: Arm, case: ReviewCase) -> Wire:
     config: dict[str, Any] = {}
     after = ["merge"]
     if arm == "topological":
-        memory, config = shipped, {"tools": REVIEWER_TOOLS}
+        memory, config = shipped, tools
     elif arm == "seed":
         upstream = shipped.upstream_of_kind if isinstance(shipped, Topological) else "analyst"
         memory = Topological(preset=SEED_PRESET.name, upstream_of_kind=upstream)
-        config = {"tools": REVIEWER_TOOLS}
+        config = tools
     elif arm == "oracle":
         after.append(oracle_analyst(case))
     return builder.stage("reviewer", "reviewer", after=after, memory=memory, config=config).build()
@@ -187,17 +189,22 @@ class ReviewRun:
     failures: tuple[tuple[str, str], ...] = field(default_factory=tuple)
 
 
-def run_review(case: ReviewCase, arm: Arm, chat_model: Any, structured_output: str) -> ReviewRun:
-    """Run one case through one arm's wire with ``chat_model`` (live or replayed by the caller).
+def run_review(
+    case: ReviewCase, arm: Arm, settings: RecordedModel, api_key: str = "sk-replay"
+) -> ReviewRun:
+    """Run one case through one arm's wire with the model ``settings`` describe (live, or
+    replayed by the caller's cassette).
 
     The clock, thread and saver are fixed per run, so the requests are byte-identical
     every time: what lets a recording replay.
     """
     counter = UsageCounter()
+    chat_model = settings.chat_model(api_key)
     chat_model.callbacks = [counter]
     services = {
         CHAT_MODEL: chat_model,
-        STRUCTURED_OUTPUT: structured_output,
+        STRUCTURED_OUTPUT: settings.structured_output,
+        TOOL_FORCE: settings.tool_force,
         "prompts_dir": bundled_path("prompts", "eval_reviews"),
     }
     clock = LogicalClock(parse_timestamp(CLOCK_START, "clock_start"))
@@ -214,6 +221,3 @@ def run_review(case: ReviewCase, arm: Arm, chat_model: Any, structured_output: s
         usage=tuple(counter.usage),
         failures=tuple(result.failures),
     )
-
-
-ReviewRunner = Callable[[ReviewCase, Arm], ReviewRun]

@@ -121,7 +121,7 @@ def _replay_one(
         raise StaleCassette(f"no cassette {path}; record it with: {again}")
     try:
         with replay(path):
-            run = run_review(case, arm, settings.chat_model(), settings.structured_output)
+            run = run_review(case, arm, settings)
     except Exception as error:  # vcrpy's refusal, raised as is or as the run's failure
         if _STALE in type(error).__name__ or _STALE in str(error):
             raise StaleCassette(
@@ -204,9 +204,7 @@ def record_split(
             if path.is_file() and not rerecord:
                 continue
             with record(path):
-                run = run_review(
-                    case, arm, settings.chat_model(api_key), settings.structured_output
-                )
+                run = run_review(case, arm, settings, api_key)
                 if run.failures:  # raising here keeps the cassette from being written
                     raise RuntimeError(f"{case.id}/{arm}: the run failed: {run.failures}")
             if check is not None:

@@ -73,7 +73,9 @@ def test_a_cassette_that_no_longer_matches_names_the_command_that_rerecords(
         settings = RecordedModel(base_url=server.url, model="scripted", max_tokens=64)
         record_split(tmp_path, "dev", cases, settings)
     path = cassette_path(tmp_path, "dev", cases[0].id, "classic")
-    path.write_text(path.read_text().replace("You review", "You rate"))
+    text = path.read_text()
+    assert "claim review" in text
+    path.write_text(text.replace("claim review", "claim rating"))
     with pytest.raises(StaleCassette, match=r"eval_reviews\.py --record --split dev"):
         replay_split(tmp_path, "dev", cases)
     path.unlink()
