@@ -67,6 +67,9 @@ def render_table(table: dict[str, Any]) -> str:
             f"{s['false_alarm']:>13.2f}{_interval(s['false_alarm_ci95']):>14}"
             f"{s['tool_calls']:>6}{s['prompt_tokens']:>8}{s['completion_tokens']:>7}"
         )
+    for arm, s in table["arms"].items():
+        kinds = ", ".join(f"{k} {d}/{n}" for k, (d, n) in s.get("by_kind", {}).items())
+        lines.append(f"  {arm}: {kinds}")
     flawed = next(iter(table["arms"].values()), {}).get("flawed", 0)
     lines.append(
         f"detection over the {flawed} flawed cases; false alarms over all {table['cases']}; "
@@ -111,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rerecord", action="store_true", help="with --record: record anew")
     parser.add_argument("--base-url", default=os.environ.get("OPENAI_BASE_URL", ""))
     parser.add_argument("--model", default=os.environ.get("CORTEX_MODEL", "qwen2.5-coder-1.5b"))
-    parser.add_argument("--max-tokens", type=int, default=256)
+    parser.add_argument("--max-tokens", type=int, default=200)
     parser.add_argument("--verbose", action="store_true", help="print each review's gaps")
     args = parser.parse_args(argv)
     cases = build_review_cases(args.split)

@@ -26,7 +26,7 @@ from cortex_agents.demo import RecordedModel
 from cortex_agents.errors import CortexError, InvalidArgument
 from cortex_agents.evaluation.review_arms import ARMS, Arm, ReviewRun, run_review
 from cortex_agents.evaluation.review_score import CaseScore, score_arm, score_review
-from cortex_agents.evaluation.reviews import ReviewCase
+from cortex_agents.evaluation.reviews import FLAW_KINDS, ReviewCase
 from cortex_agents.testing import record, replay
 
 __all__ = [
@@ -109,6 +109,13 @@ def table_of(
             tool_calls=(len(r.tool_calls) for r in arm_runs),
             usage=(u for r in arm_runs for u in r.usage),
         ).as_json()
+        arms[arm]["by_kind"] = {  # [detected, flawed] per flaw kind
+            kind: [
+                sum(s.detected for c, s in zip(cases, scores, strict=True) if c.flaw == kind),
+                sum(c.flaw == kind for c in cases),
+            ]
+            for kind in FLAW_KINDS
+        }
     return {"cases": len(cases), "split": split, "model": model, "arms": arms, "per_case": per_case}
 
 
