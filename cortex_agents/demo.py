@@ -38,7 +38,12 @@ from cortex_agents.runtime import (
     Wire,
     load_wire,
 )
-from cortex_agents.stages.llm import CHAT_MODEL, TOOL_FORCE, build_chat_model
+from cortex_agents.stages.llm import (
+    CHAT_MODEL,
+    TOOL_FORCE,
+    TOOL_RESEND_INVALID,
+    build_chat_model,
+)
 from cortex_agents.stages.structured import STRUCTURED_OUTPUT
 from cortex_agents.substrate import ToolCallMade
 from cortex_agents.testing import record, replay
@@ -72,7 +77,9 @@ class Scenario:
         budget: Rewrite budget dimensions laid over the wire's.
         expect: The rewrite outcomes the recording must show, in order:
             ``admitted`` or a rejection code (a live model decides what it
-            proposes; a recording that misses its point is not kept).
+            proposes; a recording that misses its point is not kept);
+            ``None``: whatever the model decided (a repair when its review
+            found a gap, none when it found none).
         forced: The choices the scenario makes instead of the model or the
             wire, in words (the demo states them).
         max_tokens: An output cap replacing the recording settings' (a
@@ -90,7 +97,7 @@ class Scenario:
     description: str = ""
     stage_config: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     budget: Mapping[str, int] = field(default_factory=dict)
-    expect: tuple[str, ...] = ()
+    expect: tuple[str, ...] | None = None
     forced: tuple[str, ...] = ()
     max_tokens: int | None = None
     malformed: bool = False
@@ -104,7 +111,7 @@ class Scenario:
         misses = []
         if not result.complete or result.failures:
             misses.append(f"the run did not complete ({sorted(result.failures)})")
-        if (outcomes := self.outcomes(result)) != self.expect:
+        if self.expect is not None and (outcomes := self.outcomes(result)) != self.expect:
             misses.append(f"rewrite outcomes {list(outcomes)}, expected {list(self.expect)}")
         refused = [
             e.node_id
@@ -254,6 +261,9 @@ class RecordedModel:
         tool_force: How a stage's policy forces a tool by name
             (``ToolPolicy.force``): ``named`` (OpenAI's form) or ``required``
             with that tool alone (llama.cpp's ``llama-server`` ignores a named choice).
+        resend_invalid: How a call with unparsable arguments is sent back in
+            later turns (``ToolPolicy.resend_invalid``): ``verbatim`` or
+            ``wrapped`` (``llama-server`` refuses a history it cannot parse).
     """
 
     base_url: str
@@ -264,6 +274,7 @@ class RecordedModel:
     structured_output: Literal["json_schema", "json_object", "off"] = "json_schema"
     frequency_penalty: float | None = None
     tool_force: Literal["named", "required"] = "named"
+    resend_invalid: Literal["verbatim", "wrapped"] = "verbatim"
 
     def chat_model(self, api_key: str = "sk-replay") -> Any:
         """The ``ChatOpenAI`` whose requests match the recording."""
@@ -315,6 +326,7 @@ def _runtime(scenario: Scenario, saver: CortexSaver, settings: RecordedModel, ke
         CHAT_MODEL: settings.chat_model(key),
         STRUCTURED_OUTPUT: settings.structured_output,
         TOOL_FORCE: settings.tool_force,
+        TOOL_RESEND_INVALID: settings.resend_invalid,
     }
     return Runtime(wire, saver, clock=clock, services=services)
 

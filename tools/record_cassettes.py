@@ -13,8 +13,10 @@ test fixtures (``cortex_agents.demo.FIXTURES``, e.g. ``malformed_tool_call``)
 go to ``tests/replay/cassettes/``.
 
 Every stage asks for its answer with a JSON-schema response format; the form
-is ``--structured-output`` (``json_schema``, OpenAI's form, which
-``llama-server`` honours; ``json_object`` is llama-cpp-python's server's).
+is ``--structured-output`` (``json_object`` with the schema, the default,
+which llama.cpp's servers honour and which keeps every bound — item counts,
+string lengths — in the grammar; ``json_schema`` is OpenAI's strict form,
+which drops them).
 A tool the wire forces by name is forced as ``--tool-force`` says
 (``required`` with that tool alone: ``llama-server`` ignores a named choice).
 After each scenario, every recorded request is rendered with the server's
@@ -80,9 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--structured-output",
         choices=["json_object", "json_schema", "off"],
-        default="json_schema",
-        help="response-format form of every stage's answer (OpenAI's json_schema, which "
-        "llama-server honours; json_object with a schema for llama-cpp-python's server)",
+        default="json_object",
+        help="response-format form of every stage's answer (json_object with the schema, "
+        "bounds kept, for llama.cpp's servers; OpenAI's strict json_schema drops bounds)",
     )
     parser.add_argument(
         "--tool-force",
@@ -90,6 +92,13 @@ def main(argv: list[str] | None = None) -> int:
         default="required",
         help="how a tool forced by name is asked for: required with that tool alone "
         "(llama-server ignores a named tool_choice) or OpenAI's named form",
+    )
+    parser.add_argument(
+        "--resend-invalid",
+        choices=["verbatim", "wrapped"],
+        default="wrapped",
+        help="how a call with unparsable arguments goes back to the model in later turns "
+        "(llama-server refuses a history whose call arguments it cannot parse: wrapped)",
     )
     parser.add_argument(
         "--no-prompt-check",
@@ -132,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         structured_output=args.structured_output,
         frequency_penalty=args.frequency_penalty or None,
         tool_force=args.tool_force,
+        resend_invalid=args.resend_invalid,
     )
     check = None if args.no_prompt_check else server_renderer(args.base_url)
     missed = []

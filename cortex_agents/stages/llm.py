@@ -51,6 +51,7 @@ __all__ = [
     "CHAT_MODEL",
     "MODEL_ADVICE",
     "TOOL_FORCE",
+    "TOOL_RESEND_INVALID",
     "ModelUnavailable",
     "build_chat_model",
     "chat_model_from_env",
@@ -189,6 +190,9 @@ def stage_tools(
 TOOL_FORCE: Final = "tool_force"
 """Runtime service: how a tool named by a policy is forced (``ToolPolicy.force``) when the
 stage's ``tools`` table does not say; ``required`` for llama.cpp's ``llama-server``."""
+TOOL_RESEND_INVALID: Final = "tool_resend_invalid"
+"""Runtime service: ``ToolPolicy.resend_invalid`` when the stage's ``tools`` table does not
+say; ``wrapped`` for servers that parse the arguments of every call in the history."""
 
 
 def tool_policy(ctx: StageContext) -> ToolPolicy:
@@ -196,9 +200,18 @@ def tool_policy(ctx: StageContext) -> ToolPolicy:
     raw = ctx.config.get("tools", {})
     if not isinstance(raw, Mapping):
         raise InvalidArgument("config.tools", "must be a table", raw)
-    if "force" not in raw and (force := ctx.extras.get(TOOL_FORCE)) is not None:
-        raw = {**raw, "force": force}
-    allowed = {"max_rounds", "first", "then", "empty_content", "max_calls_per_turn", "force"}
+    for name, service in (("force", TOOL_FORCE), ("resend_invalid", TOOL_RESEND_INVALID)):
+        if name not in raw and (value := ctx.extras.get(service)) is not None:
+            raw = {**raw, name: value}
+    allowed = {
+        "max_rounds",
+        "first",
+        "then",
+        "empty_content",
+        "max_calls_per_turn",
+        "force",
+        "resend_invalid",
+    }
     if unknown := sorted(set(raw) - allowed):
         raise InvalidArgument(
             f"config.tools.{unknown[0]}", f"is not a tool policy field ({sorted(allowed)})", raw

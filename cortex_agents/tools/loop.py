@@ -14,6 +14,8 @@ compact result), so the substrate records what each stage asked and got.
 
 from __future__ import annotations
 
+import json
+
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -75,6 +77,13 @@ class ToolPolicy:
             offers that one tool alone with ``tool_choice="required"``, which
             means the same to the model and is what servers that ignore a
             named choice honour (llama.cpp's ``llama-server``).
+        resend_invalid: How a call whose arguments were not a JSON object goes
+            back to the model in the transcript of later turns. ``verbatim``
+            sends the text it wrote; ``wrapped`` sends
+            ``{"unparsed_arguments": "<that text>"}``, because a server that
+            renders history with its chat template parses every call's
+            arguments and refuses the whole request (HTTP 500) otherwise
+            (``llama-server``). The journal keeps the text either way.
 
     Raises:
         InvalidArgument: ``max_rounds`` is not an integer in [0, 16],
@@ -88,10 +97,15 @@ class ToolPolicy:
     empty_content: str | None = None
     max_calls_per_turn: int = 8
     force: Literal["named", "required"] = "named"
+    resend_invalid: Literal["verbatim", "wrapped"] = "verbatim"
 
     def __post_init__(self) -> None:
         if self.force not in ("named", "required"):
             raise InvalidArgument("force", "must be 'named' or 'required'", self.force)
+        if self.resend_invalid not in ("verbatim", "wrapped"):
+            raise InvalidArgument(
+                "resend_invalid", "must be 'verbatim' or 'wrapped'", self.resend_invalid
+            )
         for name, low, high in (("max_rounds", 0, 16), ("max_calls_per_turn", 1, 64)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
@@ -134,6 +148,17 @@ def _offer(
     if force == "required":
         return [catalog[choice]], "required"
     return list(catalog.values()), {"type": "function", "function": {"name": choice}}
+
+
+def _resent(answer: AIMessage, how: str) -> AIMessage:
+    """The model's answer as later turns send it back (see ``ToolPolicy.resend_invalid``)."""
+    if how == "verbatim" or not answer.invalid_tool_calls:
+        return answer
+    wrapped = [
+        {**call, "args": json.dumps({"unparsed_arguments": call.get("args") or ""})}
+        for call in answer.invalid_tool_calls
+    ]
+    return answer.model_copy(update={"invalid_tool_calls": wrapped})
 
 
 def execute_call(
@@ -249,7 +274,7 @@ def run_tool_loop(
         asked.sort(key=lambda c: order.get(c.get("id"), len(order)))
         if asked and not answer.content and policy.empty_content is not None:
             answer = answer.model_copy(update={"content": policy.empty_content})
-        transcript.append(answer)
+        transcript.append(_resent(answer, policy.resend_invalid))
         if not asked:
             return ToolLoopResult(answer, transcript, calls)
         for index, call in enumerate(asked):

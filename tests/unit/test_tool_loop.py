@@ -59,6 +59,54 @@ def test_unparsable_arguments_get_an_error_and_the_model_another_turn():
     assert (call.name, call.status, call.arguments) == ("echo", "error", {"raw": '{"text": '})
 
 
+@tool
+def other(text: str) -> str:
+    """Another tool."""
+    return text
+
+
+def offered(request) -> list[str]:
+    return [t["function"]["name"] if "function" in t else t["name"] for t in request["tools"]]
+
+
+@pytest.mark.parametrize(
+    ("force", "tools", "choice"),
+    [
+        ("named", ["echo", "other"], {"type": "function", "function": {"name": "echo"}}),
+        ("required", ["echo"], "required"),  # llama-server ignores a named choice
+    ],
+)
+def test_a_tool_forced_by_name_is_asked_for_in_the_policys_form(force, tools, choice):
+    chat = ScriptedChatModel(script={"sys": [say("done")]})
+    run_tool_loop(
+        chat,
+        [SystemMessage("sys"), HumanMessage("go")],
+        tools=[echo, other],
+        context=None,
+        policy=ToolPolicy(first="echo", force=force),
+    )
+    (request,) = chat.requests
+    assert offered(request) == tools and request["tool_choice"] == choice
+
+
+def test_unparsable_arguments_go_back_wrapped_when_the_policy_says_so():
+    broken = AIMessage(
+        content=" ",
+        invalid_tool_calls=[
+            {"name": "echo", "args": '{"text": ', "id": "b", "error": "x", "type": "invalid_tool_call"}
+        ],
+    )
+    result, chat = loop([broken, say("done")], resend_invalid="wrapped")
+    sent = chat.requests[1]["messages"]
+    (resent,) = [m for m in sent if isinstance(m, AIMessage)]
+    assert json.loads(resent.invalid_tool_calls[0]["args"]) == {"unparsed_arguments": '{"text": '}
+    (call,) = result.calls  # the journal keeps what the model wrote
+    assert call.arguments == {"raw": '{"text": '}
+    _, verbatim = loop([broken, say("done")])
+    (kept,) = [m for m in verbatim.requests[1]["messages"] if isinstance(m, AIMessage)]
+    assert kept.invalid_tool_calls[0]["args"] == '{"text": '
+
+
 def test_calls_beyond_the_turns_limit_run_nothing_and_are_told_so():
     many = AIMessage(
         content="",
@@ -89,6 +137,8 @@ def test_calls_beyond_the_turns_limit_run_nothing_and_are_told_so():
         ("max_rounds", "2"),
         ("max_calls_per_turn", 0),
         ("max_calls_per_turn", True),
+        ("force", "auto"),
+        ("resend_invalid", "dropped"),
     ],
 )
 def test_a_tool_policy_out_of_bounds_is_refused(field, value):
