@@ -11,6 +11,7 @@ from cortex_agents.evaluation.review_score import names_branch, score_arm, score
 from cortex_agents.evaluation.reviews import (
     CONTROLS,
     FLAW_KINDS,
+    HELDOUT_PER_GROUP,
     PER_KIND,
     ReviewCase,
     build_review_cases,
@@ -133,6 +134,8 @@ def test_splits_are_deterministic_and_both_hold_flaws_and_controls() -> None:
         part = build_review_cases(split)
         assert all(c.split == split == split_of(c.id) for c in part)
         assert any(c.control for c in part) and sum(not c.control for c in part) >= 15
+    held = Counter(c.flaw for c in build_review_cases("heldout"))
+    assert held == {**dict.fromkeys(FLAW_KINDS, HELDOUT_PER_GROUP), None: HELDOUT_PER_GROUP}
     assert split_of("unsourced-01") == split_of("unsourced-01")
 
 
