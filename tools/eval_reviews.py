@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rerecord", action="store_true", help="with --record: record anew")
     parser.add_argument("--base-url", default=os.environ.get("OPENAI_BASE_URL", ""))
     parser.add_argument("--model", default=os.environ.get("CORTEX_MODEL", "qwen2.5-coder-1.5b"))
-    parser.add_argument("--max-tokens", type=int, default=200)
+    parser.add_argument("--max-tokens", type=int, default=512)
     parser.add_argument("--verbose", action="store_true", help="print each review's gaps")
     args = parser.parse_args(argv)
     cases = build_review_cases(args.split)
@@ -128,8 +128,9 @@ def main(argv: list[str] | None = None) -> int:
                 model=args.model,
                 max_tokens=args.max_tokens,
                 max_tokens_field="max_tokens",
-                structured_output="json_schema",
+                structured_output="json_object",
                 tool_force="required",
+                resend_invalid="wrapped",
             )
             check = PromptCheck(args.base_url)
             table = record_split(
