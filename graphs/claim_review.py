@@ -32,6 +32,8 @@ REVIEW_MEMORY = Topological(preset="reviewer", upstream_of_kind="analyst")
 # Small local models ignore tools unless told to call one (a capable model can use "auto"), and
 # llama.cpp's server rejects an assistant message whose content is null: send a space instead.
 REVIEWER_TOOLS = {"max_rounds": 1, "first": "cortex_memory_query", "empty_content": " "}
+# Offer the model only query_text: a small model fills in every argument it is shown (the 1.5B
+# recording model walked "descendants" of the reviewer, filtered to one claim part, found nothing).
 # The rewriter's tool turn, when it repairs: propose, read the decision, then answer.
 REWRITER_TOOLS = {"max_rounds": 1, "first": "propose_rewrite", "empty_content": " "}
 
@@ -49,14 +51,18 @@ wire = (
         "reviewer",
         after=["merge"],
         memory=REVIEW_MEMORY,
-        config={"tools": REVIEWER_TOOLS},
+        config={"tools": REVIEWER_TOOLS, "memory_tool_arguments": ["query_text"]},
     )
     .stage(
         "rewriter",
         "rewriter",
         after=["reviewer"],
         memory=REVIEW_MEMORY,
-        config={"tools": REWRITER_TOOLS, "repair": "on_gap"},
+        config={
+            "tools": REWRITER_TOOLS,
+            "repair": "on_gap",
+            "memory_tool_arguments": ["query_text"],
+        },
         rewrite=RewritePolicy(forms=("append_after",), attempts=2),
     )
     .build()

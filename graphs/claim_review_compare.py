@@ -24,6 +24,8 @@ REVIEW_MEMORY = Topological(preset="reviewer", upstream_of_kind="analyst")
 # As in claim_review.py: force the memory query first (small local models ignore tools otherwise),
 # and send a space for the empty content of a tool-call-only message (llama.cpp rejects null).
 REVIEWER_TOOLS = {"max_rounds": 1, "first": "cortex_memory_query", "empty_content": " "}
+# Offer the model only query_text: a small model fills in every argument it is shown (the 1.5B
+# recording model walked "descendants" of the reviewer, filtered to one claim part, found nothing).
 
 builder = WireBuilder("claim_review_compare")
 for name, fn in KINDS.items():
@@ -40,7 +42,7 @@ wire = (
         "reviewer",
         after=["merge"],
         memory=REVIEW_MEMORY,
-        config={"tools": REVIEWER_TOOLS},
+        config={"tools": REVIEWER_TOOLS, "memory_tool_arguments": ["query_text"]},
     )
     .build()
 )

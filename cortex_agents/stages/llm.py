@@ -42,6 +42,7 @@ from cortex_agents.tools.loop import ToolLoopResult, ToolPolicy, run_tool_loop
 from cortex_agents.tools.memory_query import (
     DEFAULT_TOKEN_BUDGET,
     MEMORY_QUERY_TOOL,
+    check_arguments,
     check_token_budget,
     make_memory_query_tool,
 )
@@ -169,7 +170,8 @@ def stage_tools(
     time); its other tools stay.
 
     Raises:
-        InvalidArgument: ``config.memory_token_budget`` is not an integer in range.
+        InvalidArgument: ``config.memory_token_budget`` is not an integer in range, or
+            ``config.memory_tool_arguments`` names no argument of the memory tool.
     """
     tools: list[BaseTool] = []
     if (policy or tool_policy(ctx)).max_rounds < 1:
@@ -179,7 +181,10 @@ def stage_tools(
             ctx.config.get("memory_token_budget", DEFAULT_TOKEN_BUDGET),
             "config.memory_token_budget",
         )
-        tools.append(make_memory_query_tool(ctx.memory.presets, budget=budget))
+        offered = check_arguments(
+            ctx.config.get("memory_tool_arguments"), "config.memory_tool_arguments"
+        )
+        tools.append(make_memory_query_tool(ctx.memory.presets, budget=budget, arguments=offered))
     if ctx.scratch is not None:
         tools.append(make_memory_tool())
     if ctx.rewrites is not None and propose:

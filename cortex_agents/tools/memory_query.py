@@ -37,11 +37,12 @@ from __future__ import annotations
 import dataclasses
 import html
 import json
+from collections.abc import Sequence
 from typing import Annotated, Any, Final, Literal
 
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langgraph.prebuilt import ToolRuntime
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from cortex_agents.errors import (
     InvalidArgument,
@@ -71,6 +72,8 @@ __all__ = [
     "MemoryQueryArgs",
     "check_token_budget",
     "make_memory_query_tool",
+    "ARGUMENTS",
+    "check_arguments",
     "render_matches",
     "run_memory_query",
 ]
@@ -318,19 +321,55 @@ def run_memory_query(
     return text, _capped(artifact)
 
 
-def _memory_query_tool(presets: PresetRegistry, budget: int) -> StructuredTool:
-    """The tool as a stage runs it: its handle is ``runtime.context.memory``."""
+ARGUMENTS: Final = tuple(MemoryQueryArgs.model_fields)
+"""Every argument the tool can offer, in schema order."""
+
+
+def check_arguments(arguments: Sequence[str] | None, where: str = "arguments") -> tuple[str, ...]:
+    """The arguments a tool offers: all of them (``None``), or a non-empty subset, in schema order.
+
+    Raises:
+        InvalidArgument: not a list of known argument names, or empty.
+    """
+    if arguments is None:
+        return ARGUMENTS
+    if isinstance(arguments, str) or not isinstance(arguments, Sequence) or not arguments:
+        raise InvalidArgument(where, f"must be a non-empty list of {list(ARGUMENTS)}", arguments)
+    if unknown := [a for a in arguments if a not in ARGUMENTS]:
+        raise InvalidArgument(where, f"names no argument of the tool ({list(ARGUMENTS)})", unknown)
+    return tuple(a for a in ARGUMENTS if a in arguments)
+
+
+def _memory_query_tool(
+    presets: PresetRegistry, budget: int, arguments: tuple[str, ...] = ARGUMENTS
+) -> StructuredTool:
+    """The tool as a stage runs it: its handle is ``runtime.context.memory``.
+
+    ``arguments`` are the ones the model is offered; the others keep the
+    preset's value. A small model fills in every argument it sees (the 1.5B
+    recording model walked ``descendants`` from a reviewer and found nothing),
+    so a wire can offer a stage only what it needs.
+    """
     names = tuple(sorted(presets))
     # the schema lists the presets: a model can only pick one
     preset_names = Literal.__getitem__(names)
     described = Field(description="Named query preset; default: this stage's own.")
 
-    class _Input(MemoryQueryArgs):
+    class _All(MemoryQueryArgs):
         # a Literal of this registry's names, built at run time: no static type can say it
         preset: Annotated[preset_names | None, described] = None  # type: ignore[valid-type]
-        runtime: ToolRuntime[Any, Any]
 
-        model_config = ConfigDict(extra="forbid", strict=True, arbitrary_types_allowed=True)
+    offered = {
+        name: (field.annotation, field)
+        for name, field in _All.model_fields.items()
+        if name in arguments
+    }
+    _Input = create_model(  # noqa: N806 - a class, built at run time from the offered fields
+        "_Input",
+        __config__=ConfigDict(extra="forbid", strict=True, arbitrary_types_allowed=True),
+        runtime=(ToolRuntime[Any, Any], ...),
+        **offered,  # type: ignore[call-overload]
+    )
 
     def cortex_memory_query(
         runtime: ToolRuntime[Any, Any], **kwargs: Any
@@ -368,8 +407,13 @@ def make_memory_query_tool(
     *,
     budget: int = DEFAULT_TOKEN_BUDGET,
     graph: GraphBinding | None = None,
+    arguments: Sequence[str] | None = None,
 ) -> BaseTool:
     """The ``cortex_memory_query`` tool; its description lists ``presets``' names.
+
+    ``arguments`` names the arguments the model is offered (default: all of
+    :data:`ARGUMENTS`); the others keep their preset's values. A stage sets it
+    with its config's ``memory_tool_arguments``.
 
     The same tool works in a cortex stage (its handle comes from the stage's
     context) and in any LangGraph graph — ``ToolNode``, ``create_agent``,
@@ -382,8 +426,10 @@ def make_memory_query_tool(
 
     Raises:
         InvalidArgument: ``budget`` is not an integer in
-            [``MIN_TOKEN_BUDGET``, ``MAX_TOKEN_BUDGET``] (a configuration error,
-            raised when the tool is built, before any model call).
+            [``MIN_TOKEN_BUDGET``, ``MAX_TOKEN_BUDGET``], or ``arguments`` is
+            not a non-empty list of known argument names (configuration
+            errors, raised when the tool is built, before any model call).
     """
     check_token_budget(budget)
-    return bind_to_graph(_memory_query_tool(presets, budget), graph, presets=presets)
+    offered = check_arguments(arguments)
+    return bind_to_graph(_memory_query_tool(presets, budget, offered), graph, presets=presets)

@@ -80,7 +80,9 @@ def test_the_repair_decision_went_back_to_the_model(repair):
     assert answer["decision"] == "admitted"
     assert answer["new_nodes"] == [n["id"] for n in result.state.rewrites[0].diff["nodes"]]
     (forced,) = propose_requests("claim_review_repair")[:1]
-    assert forced["tool_choice"] == {"type": "function", "function": {"name": "propose_rewrite"}}
+    # forced as the recording's tool_force says: the tool alone, required (llama-server)
+    assert forced["tool_choice"] == "required"
+    assert [t["function"]["name"] for t in forced["tools"]] == ["propose_rewrite"]
     shown = forced["tools"][-1]["function"]["parameters"]["properties"]
     assert shown["anchor"]["enum"] == ["rewriter"]
     # shown ids start with a letter: the recorded model wrote "}, {" and "." without it

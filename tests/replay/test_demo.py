@@ -86,13 +86,18 @@ def test_the_closing_panel_says_what_to_look_at(first, replayed):
     text = prose(out)
     assert "what to look at" in text
     assert "Memory each stage had" in text
-    assert "planner, analyst-a, analyst-b, analyst-c, merge: classic, their direct inputs only" in (
+    # the wire's classic stages, then a repair's follow-up analyst when the model repaired
+    kinds = {n.id: n.kind for n in replayed.state.nodes.values()}
+    classic = [n for n in replayed.state.nodes if kinds[n] in ("planner", "analyst", "merge")]
+    topological = [n for n in replayed.state.nodes if kinds[n] in ("reviewer", "rewriter")]
+    assert f"{', '.join(classic)}: classic, their direct inputs only" in text
+    assert f"{', '.join(topological)}: topological (preset reviewer, upstream_of_kind=analyst)" in (
         text
     )
-    assert "reviewer, rewriter: topological (preset reviewer, upstream_of_kind=analyst)" in text
     # what the reviewer's query returned and why: the filters and axes that decided it
     (call,) = [e for e in replayed.log if isinstance(e, ToolCallMade) and e.node_id == "reviewer"]
     found = ", ".join(m["node_id"] for m in call.result["matches"])
+    assert call.result["matches"], "the reviewer's recorded query recalled the analysts"
     assert f"returned {found}, of {call.result['total']} candidates" in text
     assert "filters: walked ancestors; settled outputs only; kinds left out: merge, planner, " in (
         text
@@ -118,7 +123,9 @@ def test_the_forced_choices_are_stated(first, tmp_path):
     assert "whatever the review found" in repair
     assert "rewrite history" in repair and "admitted as rewrite 1" in repair
     # the rewriter's call shows the decision it got, not an error's empty fields
-    assert "answer (success): admitted (rewrite 1); new nodes: rewriter:a1, rewriter:r2" in repair
+    recorded = run_recorded(SCENARIOS["claim_review_repair"], memory_saver())
+    added = ", ".join(f"rewriter:{n['id']}" for n in recorded.state.rewrites[0].diff["nodes"])
+    assert f"answer (success): admitted (rewrite 1); new nodes: {added}" in repair
     assert "None:" not in repair
 
 

@@ -21,6 +21,7 @@ from cortex_agents.memory import (
     Topological,
     WalkSpec,
 )
+from cortex_agents.errors import InvalidArgument
 from cortex_agents.snapshot_file import load_snapshot
 from cortex_agents.tools.memory_query import make_memory_query_tool, render_matches
 from cortex_agents.tools.tokens import count_tokens
@@ -70,6 +71,25 @@ def test_the_model_sees_six_optional_bounded_arguments_no_scope_and_no_runtime()
         "type": "integer",
     }
     assert params["properties"]["query_text"]["anyOf"][0]["maxLength"] == 1000
+
+
+def test_a_stage_offers_only_the_arguments_it_names_and_the_rest_keep_the_presets(handle):
+    tool = make_memory_query_tool(BUILTIN_PRESETS, arguments=["query_text"])
+    params = convert_to_openai_tool(tool)["function"]["parameters"]
+    assert list(params["properties"]) == ["query_text"] and "runtime" not in json.dumps(params)
+    _, narrow = invoke(tool, handle, {"query_text": "remote work"}).content, invoke(
+        tool, handle, {"query_text": "remote work"}
+    ).artifact
+    wide = invoke(make_memory_query_tool(BUILTIN_PRESETS), handle, {"query_text": "remote work"})
+    assert narrow["matches"] == wide.artifact["matches"]  # same query: the preset's defaults
+    refused = invoke(tool, handle, {"query_text": "x", "direction": "descendants"})
+    assert refused.status == "error" and "direction" in refused.content
+
+
+@pytest.mark.parametrize("arguments", [[], ["scope"], "query_text", ["query_text", "runtime"]])
+def test_offered_arguments_that_name_no_argument_are_refused_when_the_tool_is_built(arguments):
+    with pytest.raises(InvalidArgument, match="arguments"):
+        make_memory_query_tool(BUILTIN_PRESETS, arguments=arguments)
 
 
 def test_a_missing_preset_inherits_the_stages(handle):
