@@ -24,6 +24,7 @@ the same in every arm. The arms differ only in what the reviewer sees:
     control's: one analyst, chosen by the id's hash): the ceiling.
 
 The topological arms take the shipped reviewer's tool policy: one round, the
+tool offering only ``query_text`` (:data:`MEMORY_TOOL_ARGUMENTS`), the
 memory query forced first (by ``tool_choice: "required"`` with that tool
 alone when the settings' ``tool_force`` says so: llama.cpp's server ignores a
 named choice), and ``" "`` as the content of a tool-call turn (llama.cpp
@@ -58,6 +59,7 @@ from cortex_agents.timestamps import parse_timestamp
 __all__ = [
     "ARMS",
     "CLOCK_START",
+    "MEMORY_TOOL_ARGUMENTS",
     "SEED_PRESET",
     "Arm",
     "ReviewRun",
@@ -69,6 +71,7 @@ __all__ = [
 Arm = Literal["classic", "topological", "seed", "oracle"]
 ARMS: Final[tuple[Arm, ...]] = ("classic", "topological", "seed", "oracle")
 CLOCK_START: Final = "2026-01-01T09:00:00Z"
+MEMORY_TOOL_ARGUMENTS: Final = ("query_text",)
 SEED_PRESET: Final = Preset(
     name="seed-reviewer",
     spec=WalkSpec(weights=Weights(graph=1.5)),
@@ -122,7 +125,11 @@ def _shipped_reviewer() -> tuple[MemoryStrategy, dict[str, Any], PresetRegistry]
     """The shipped claim-review wire's reviewer: its memory, its tool policy, the presets."""
     wire = load_wire(bundled_path("graphs", "claim_review.py"))
     stage = wire.stage("reviewer")
-    return stage.memory, {"tools": dict(stage.config.get("tools", {}))}, wire.presets
+    config: dict[str, Any] = {"tools": dict(stage.config.get("tools", {}))}
+    # the tool offers only query_text (as the shipped wire does): offered every argument, the
+    # 1.5B model filled them all (direction "descendants", a routing key, limit 1: no match)
+    config["memory_tool_arguments"] = list(MEMORY_TOOL_ARGUMENTS)
+    return stage.memory, config, wire.presets
 
 
 def review_wire(arm: Arm, case: ReviewCase) -> Wire:

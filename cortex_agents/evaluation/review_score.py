@@ -7,6 +7,11 @@ followed by a letter, a digit, ``_`` or ``-``): ``"C2: no source"`` and
 ``"analyst-b's figure"`` name branch ``c2``/``analyst-b``; ``"c21"`` and
 ``"xc2"`` do not. A gap that is blank, or only says there is none (``none``,
 ``n/a``, ``no gaps``, ``no gap``; case and a final period ignored), is no gap.
+Nor is a gap that gives no reason: with every branch's key and analyst id
+removed (as whole tokens, as above) and punctuation dropped, nothing is left
+but such a "none" — ``"c2"``, ``"c1, c2"``, ``"analyst-b."`` and
+``"c2: none"`` flag nothing (a small model lists bare keys: that is no finding
+of a flaw), ``"c2: no source"`` does.
 The verdict is not read: a review's gaps are what it flags.
 
 For one case and one review:
@@ -32,19 +37,38 @@ from typing import Any, Final
 
 from cortex_agents.evaluation.reviews import ReviewCase
 
-__all__ = ["ArmScore", "CaseScore", "names_branch", "score_arm", "score_review", "wilson"]
+__all__ = [
+    "ArmScore",
+    "CaseScore",
+    "gives_reason",
+    "names_branch",
+    "score_arm",
+    "score_review",
+    "wilson",
+]
 
 _NO_GAP: Final = re.compile(r"\s*(none|n/a|no gaps?)?\s*\.?\s*", re.IGNORECASE)
+_PUNCTUATION: Final = re.compile(r"[^\w/]+|_")
 _Z95: Final = 1.959963984540054
+
+
+def _token(name: str) -> str:
+    return rf"(?<![A-Za-z0-9_-]){re.escape(name)}(?![A-Za-z0-9_-])"
 
 
 def names_branch(gap: str, routing_key: str, analyst: str) -> bool:
     """Whether ``gap`` names the branch (see the module's rule)."""
-    for token in (routing_key, analyst):
-        pattern = rf"(?<![A-Za-z0-9_-]){re.escape(token)}(?![A-Za-z0-9_-])"
-        if re.search(pattern, gap, re.IGNORECASE):
-            return True
-    return False
+    return any(re.search(_token(t), gap, re.IGNORECASE) for t in (routing_key, analyst))
+
+
+def gives_reason(gap: str, case: ReviewCase) -> bool:
+    """Whether ``gap`` says more than the names of ``case``'s branches (see the module's rule)."""
+    rest = gap
+    for branch in case.branches:
+        for name in (branch.claim_ref, branch.analyst):
+            rest = re.sub(_token(name), " ", rest, flags=re.IGNORECASE)
+    rest = _PUNCTUATION.sub(" ", rest).strip()
+    return not _NO_GAP.fullmatch(rest)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +82,7 @@ class CaseScore:
         detected: A gap named the flawed branch (always false on a control).
         false_alarm: A gap named a clean branch, or (on a control) any gap.
         named: The analysts the gaps named, in wire order.
-        gaps: The gaps that count (blank and "none" left out).
+        gaps: The gaps that count (blank, "none" and bare names left out).
     """
 
     case: str
@@ -70,10 +94,10 @@ class CaseScore:
     gaps: tuple[str, ...]
 
 
-def _gaps(review: Mapping[str, Any]) -> tuple[str, ...]:
+def _gaps(review: Mapping[str, Any], case: ReviewCase) -> tuple[str, ...]:
     raw = review.get("gaps")
     items = raw if isinstance(raw, list) else []
-    return tuple(g for g in items if isinstance(g, str) and not _NO_GAP.fullmatch(g))
+    return tuple(g for g in items if isinstance(g, str) and gives_reason(g, case))
 
 
 def score_review(case: ReviewCase, review: Mapping[str, Any] | None) -> CaseScore:
@@ -81,7 +105,7 @@ def score_review(case: ReviewCase, review: Mapping[str, Any] | None) -> CaseScor
     against ``case``; ``None`` or an answer that did not parse is a miss."""
     if not isinstance(review, Mapping) or review.get("parsed") is False:
         return CaseScore(case.id, not case.control, False, False, False, (), ())
-    gaps = _gaps(review)
+    gaps = _gaps(review, case)
     named = tuple(
         b.analyst
         for b in case.branches

@@ -74,6 +74,19 @@ def test_a_clean_control_review_has_no_false_alarm() -> None:
         assert (score.false_alarm, score.gaps) == (False, ())
 
 
+def test_a_gap_that_only_names_branches_flags_nothing() -> None:
+    for gap in ("c2", "C2.", "analyst-b", "c1, c2, c3", "c2: none", "analyst-b: N/A", "- c2 -"):
+        score = score_review(_flawed(), _review(gap))
+        assert (score.detected, score.false_alarm, score.gaps) == (False, False, ()), gap
+        assert not score_review(_control(), _review(gap)).false_alarm, gap
+
+
+def test_a_gap_with_a_reason_beyond_the_key_counts() -> None:
+    for gap in ("c2: no source", "c2 wrong year", "analyst-b: 2021"):
+        assert score_review(_flawed(), _review(gap)).detected, gap
+        assert score_review(_control(), _review(gap)).false_alarm, gap
+
+
 def test_an_unparsable_review_is_a_miss_never_an_error() -> None:
     for review in (None, _review("c2: no source", parsed=False), {"gaps": "c2"}, {"gaps": [3]}):
         score = score_review(_flawed(), review)
