@@ -24,8 +24,8 @@ the same in every arm. The arms differ only in what the reviewer sees:
     control's: one analyst, chosen by the id's hash): the ceiling.
 
 The topological arms take the shipped reviewer's tool policy: one round, the
-tool offering only ``query_text`` (:data:`MEMORY_TOOL_ARGUMENTS`), the
-memory query forced first (by ``tool_choice: "required"`` with that tool
+tool offering only ``query_text`` (:data:`MEMORY_TOOL_ARGUMENTS`), one call
+per turn (``parallel_tool_calls: false``), the memory query forced first (by ``tool_choice: "required"`` with that tool
 alone when the settings' ``tool_force`` says so: llama.cpp's server ignores a
 named choice), and ``" "`` as the content of a tool-call turn (llama.cpp
 refuses ``null``).
@@ -208,6 +208,10 @@ def run_review(
     counter = UsageCounter()
     chat_model = settings.chat_model(api_key)
     chat_model.callbacks = [counter]
+    if arm in ("topological", "seed"):
+        # one memory call per turn: free to, the 1.5B model wrote a dozen calls in one turn
+        # until max_tokens cut one mid-arguments, which llama-server answers with HTTP 500
+        chat_model.model_kwargs = {**chat_model.model_kwargs, "parallel_tool_calls": False}
     services = {
         CHAT_MODEL: chat_model,
         STRUCTURED_OUTPUT: settings.structured_output,
