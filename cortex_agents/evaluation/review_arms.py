@@ -43,6 +43,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from cortex_agents.bundled import bundled_path
 from cortex_agents.demo import RecordedModel
+from cortex_agents.errors import RunFailed
 from cortex_agents.evaluation.reviews import ANALYSTS, ReviewCase
 from cortex_agents.memory.presets import Preset, PresetRegistry
 from cortex_agents.memory.spec import WalkSpec, Weights
@@ -220,7 +221,10 @@ def run_review(
     }
     clock = LogicalClock(parse_timestamp(CLOCK_START, "clock_start"))
     runtime = Runtime(review_wire(arm, case), InMemorySaver(), clock=clock, services=services)
-    result = runtime.run(case.id, {"claim": case.claim, "case": case.to_json()})
+    try:
+        result = runtime.run(case.id, {"claim": case.claim, "case": case.to_json()})
+    except RunFailed as failed:  # the wire stops on failure: the reviewer gave no review
+        return ReviewRun(case.id, arm, None, usage=tuple(counter.usage), failures=failed.failures)
     output = result.outputs.get("reviewer")
     value = output.get("value") if isinstance(output, dict) else None
     calls = output.get("memory", {}).get("tool_calls", []) if isinstance(output, dict) else []

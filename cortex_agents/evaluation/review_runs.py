@@ -45,6 +45,8 @@ RECORD_COMMAND: Final = (
 )
 _STALE: Final = "CannotOverwriteExistingCassette"
 """What vcrpy's error for an unrecorded request is called (its type and its message)."""
+_HTTP_ERROR: Final = "OpenAIAPIError: Error code: "
+"""How a reviewer failure reads when the server answered its request with an HTTP error."""
 
 
 class StaleCassette(CortexError, RuntimeError):
@@ -78,6 +80,15 @@ def load_recorded(folder: Path, split: str) -> dict[str, Any]:
     return loaded
 
 
+def _server_refused(run: ReviewRun) -> bool:
+    """Whether the run failed only because the server answered the reviewer's request with an
+    HTTP error — llama-server's 500 for a tool call whose arguments the model left unclosed:
+    the model's bad output, recorded like any answer and scored as a miss (unparsed)."""
+    return bool(run.failures) and all(
+        stage == "reviewer" and _HTTP_ERROR in error for stage, error in run.failures
+    )
+
+
 def _outcome(run: ReviewRun) -> dict[str, Any]:
     """What a run answered, as compared between a live run and its replay."""
     return {"review": run.review, "tool_calls": list(run.tool_calls), "usage": list(run.usage)}
@@ -109,6 +120,7 @@ def table_of(
             tool_calls=(len(r.tool_calls) for r in arm_runs),
             usage=(u for r in arm_runs for u in r.usage),
         ).as_json()
+        arms[arm]["server_errors"] = sum(_server_refused(r) for r in arm_runs)
         arms[arm]["by_kind"] = {  # [detected, flawed] per flaw kind
             kind: [
                 sum(s.detected for c, s in zip(cases, scores, strict=True) if c.flaw == kind),
@@ -136,7 +148,7 @@ def _replay_one(
                 f"the memory ranking changed); re-record with: {again}"
             ) from None
         raise
-    if run.failures:  # the stage caught the mismatch: the reviewer failed, the run went on
+    if run.failures and not _server_refused(run):  # the stage caught the mismatch
         stale = any(_STALE in error for _, error in run.failures)
         reason = "no longer matches the eval's requests" if stale else f"failed {run.failures}"
         raise StaleCassette(f"{path}: the replay {reason}; re-record with: {again}")
@@ -212,7 +224,7 @@ def record_split(
                 continue
             with record(path):
                 run = run_review(case, arm, settings, api_key)
-                if run.failures:  # raising here keeps the cassette from being written
+                if run.failures and not _server_refused(run):  # keeps the cassette unwritten
                     raise RuntimeError(f"{case.id}/{arm}: the run failed: {run.failures}")
             if check is not None:
                 try:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -81,3 +85,62 @@ def test_a_cassette_that_no_longer_matches_names_the_command_that_rerecords(
     path.unlink()
     with pytest.raises(StaleCassette, match="no cassette"):
         replay_split(tmp_path, "dev", cases)
+
+
+@contextmanager
+def _refusing_server() -> Iterator[str]:
+    """A server that answers every request offering tools with llama-server's HTTP 500 for a
+    tool call the model left unclosed, and any other with a sound review."""
+
+    class Chat(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if body.get("tools"):
+                status, reply = 500, {"error": {"code": 500, "message": "Failed to parse tool"}}
+            else:
+                status, reply = (
+                    200,
+                    {
+                        "id": "r",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": body["model"],
+                        "choices": [
+                            {
+                                "index": 0,
+                                "finish_reason": "stop",
+                                "message": {"role": "assistant", "content": '{"gaps": []}'},
+                            }
+                        ],
+                        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                    },
+                )
+            data = json.dumps(reply).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Chat)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_a_reviewer_the_server_refused_is_recorded_and_replayed_as_a_miss(tmp_path: Path) -> None:
+    cases = [c for c in build_review_cases("dev") if c.flawed][:2]
+    with _refusing_server() as url:
+        settings = RecordedModel(base_url=url, model="scripted", max_tokens=64)
+        table = record_split(tmp_path, "dev", cases, settings)
+    assert replay_split(tmp_path, "dev", cases)[0] == table  # the 500s replay offline
+    for arm in ("topological", "seed"):
+        scores = table["arms"][arm]
+        assert (scores["server_errors"], scores["unparsed"], scores["detected"]) == (2, 2, 0)
+    assert table["arms"]["classic"]["server_errors"] == 0
