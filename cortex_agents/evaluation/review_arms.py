@@ -25,7 +25,7 @@ the same in every arm. The arms differ only in what the reviewer sees:
 
 The topological arms take the shipped reviewer's tool policy: one round, the
 tool offering only ``query_text`` (:data:`MEMORY_TOOL_ARGUMENTS`), one call
-per turn (``parallel_tool_calls: false``), the memory query forced first (by ``tool_choice: "required"`` with that tool
+per turn asked for (``parallel_tool_calls: false``), the memory query forced first (by ``tool_choice: "required"`` with that tool
 alone when the settings' ``tool_force`` says so: llama.cpp's server ignores a
 named choice), and ``" "`` as the content of a tool-call turn (llama.cpp
 refuses ``null``).
@@ -52,7 +52,7 @@ from cortex_agents.runtime import LogicalClock, Runtime, Wire, WireBuilder
 from cortex_agents.runtime.context import StageContext
 from cortex_agents.runtime.wire_file import load_wire
 from cortex_agents.stages import KINDS
-from cortex_agents.stages.llm import CHAT_MODEL, TOOL_FORCE
+from cortex_agents.stages.llm import CHAT_MODEL, TOOL_FORCE, TOOL_RESEND_INVALID
 from cortex_agents.stages.outputs import Analysis, Branch, ClaimFinding, Merged, Plan
 from cortex_agents.stages.structured import STRUCTURED_OUTPUT
 from cortex_agents.timestamps import parse_timestamp
@@ -130,6 +130,8 @@ def _shipped_reviewer() -> tuple[MemoryStrategy, dict[str, Any], PresetRegistry]
     # the tool offers only query_text (as the shipped wire does): offered every argument, the
     # 1.5B model filled them all (direction "descendants", a routing key, limit 1: no match)
     config["memory_tool_arguments"] = list(MEMORY_TOOL_ARGUMENTS)
+    # and runs one call per turn (the rest are refused): the model ignores a one-call request
+    config["tools"]["max_calls_per_turn"] = 1
     return stage.memory, config, wire.presets
 
 
@@ -210,13 +212,15 @@ def run_review(
     chat_model = settings.chat_model(api_key)
     chat_model.callbacks = [counter]
     if arm in ("topological", "seed"):
-        # one memory call per turn: free to, the 1.5B model wrote a dozen calls in one turn
-        # until max_tokens cut one mid-arguments, which llama-server answers with HTTP 500
+        # asks for one memory call per turn: free to, the 1.5B model writes a dozen calls in
+        # one turn until max_tokens cuts one mid-arguments. The recording's llama-server did
+        # not always honour it (the eval counts the 500 such a turn ends in: server_errors)
         chat_model.model_kwargs = {**chat_model.model_kwargs, "parallel_tool_calls": False}
     services = {
         CHAT_MODEL: chat_model,
         STRUCTURED_OUTPUT: settings.structured_output,
         TOOL_FORCE: settings.tool_force,
+        TOOL_RESEND_INVALID: settings.resend_invalid,
         "prompts_dir": bundled_path("prompts", "eval_reviews"),
     }
     clock = LogicalClock(parse_timestamp(CLOCK_START, "clock_start"))
