@@ -25,7 +25,8 @@ the same in every arm. The arms differ only in what the reviewer sees:
 
 The topological arms take the shipped reviewer's tool policy: one round, the
 tool offering only ``query_text`` (:data:`MEMORY_TOOL_ARGUMENTS`), one call
-per turn asked for (``parallel_tool_calls: false``), the memory query forced first (by ``tool_choice: "required"`` with that tool
+per turn (asked for with ``parallel_tool_calls: false``, which the model may
+ignore; further calls are refused), the memory query forced first (by ``tool_choice: "required"`` with that tool
 alone when the settings' ``tool_force`` says so: llama.cpp's server ignores a
 named choice), and ``" "`` as the content of a tool-call turn (llama.cpp
 refuses ``null``).
@@ -213,8 +214,8 @@ def run_review(
     chat_model.callbacks = [counter]
     if arm in ("topological", "seed"):
         # asks for one memory call per turn: free to, the 1.5B model writes a dozen calls in
-        # one turn until max_tokens cuts one mid-arguments. The recording's llama-server did
-        # not always honour it (the eval counts the 500 such a turn ends in: server_errors)
+        # one turn until max_tokens cuts one mid-arguments (the recording's llama-server did
+        # not always honour the request; the calls past the first are refused)
         chat_model.model_kwargs = {**chat_model.model_kwargs, "parallel_tool_calls": False}
     services = {
         CHAT_MODEL: chat_model,
