@@ -65,12 +65,17 @@ def missing_results(bodies: Iterable[Mapping[str, Any]], render: Render) -> tupl
 
 
 def cassette_bodies(path: Path) -> list[dict[str, Any]]:
-    """The JSON body of every chat-completions request recorded in a vcrpy cassette."""
+    """The JSON body of every chat-completions request recorded in a vcrpy cassette that the
+    server answered (a request it refused with an HTTP error reached no model: llama-server
+    refuses, and cannot render either, a history whose tool call the model left unclosed)."""
     recorded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     bodies = []
     for interaction in recorded.get("interactions", []):
         request = interaction.get("request", {})
         if not str(request.get("uri", "")).endswith("/chat/completions"):
+            continue
+        status = (interaction.get("response", {}).get("status") or {}).get("code", 200)
+        if status != 200:
             continue
         body = request.get("body")
         if isinstance(body, dict):  # vcrpy may store {"string": ...}

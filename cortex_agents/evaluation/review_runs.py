@@ -1,0 +1,244 @@
+"""Recording the review eval once against a live model, replaying it offline, the table.
+
+Layout, under one folder (default ``cassettes/reviews/``)::
+
+    <split>.json                 the model settings and the table recorded with them
+    <split>/<case>.<arm>.yaml    one cassette per case and arm
+
+:func:`record_split` runs every case through every arm live, writing each
+cassette only when its run completed (a cassette already there is kept, so
+an interrupted recording resumes), then replays them all, checks that the
+replay reproduces what the live runs answered, and stores the table the
+replay computed. :func:`replay_split` recomputes the table from the
+cassettes with the network blocked; a request that no longer matches its
+cassette raises :class:`StaleCassette`, naming the command that re-records it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Final
+
+from cortex_agents.demo import RecordedModel
+from cortex_agents.errors import CortexError, InvalidArgument
+from cortex_agents.evaluation.review_arms import ARMS, Arm, ReviewRun, run_review
+from cortex_agents.evaluation.review_score import CaseScore, score_arm, score_review
+from cortex_agents.evaluation.reviews import FLAW_KINDS, ReviewCase
+from cortex_agents.testing import record, replay
+
+__all__ = [
+    "RECORD_COMMAND",
+    "StaleCassette",
+    "cassette_path",
+    "load_recorded",
+    "record_split",
+    "replay_split",
+    "table_of",
+]
+
+RECORD_COMMAND: Final = (
+    "python tools/eval_reviews.py --record --split {split} --rerecord "
+    "--base-url http://127.0.0.1:8765/v1 --model {model}"
+)
+_STALE: Final = "CannotOverwriteExistingCassette"
+"""What vcrpy's error for an unrecorded request is called (its type and its message)."""
+_HTTP_ERROR: Final = "OpenAIAPIError: Error code: "
+"""How a reviewer failure reads when the server answered its request with an HTTP error."""
+
+
+class StaleCassette(CortexError, RuntimeError):
+    """A cassette is missing or no longer matches the requests the eval makes."""
+
+    code = "stale_cassette"
+
+
+def cassette_path(folder: Path, split: str, case: str, arm: str) -> Path:
+    """Where the cassette of one case and arm lives."""
+    return folder / split / f"{case}.{arm}.yaml"
+
+
+def _meta_path(folder: Path, split: str) -> Path:
+    return folder / f"{split}.json"
+
+
+def load_recorded(folder: Path, split: str) -> dict[str, Any]:
+    """The recorded settings and table of a split.
+
+    Raises:
+        StaleCassette: the split was never recorded.
+    """
+    path = _meta_path(folder, split)
+    if not path.is_file():
+        raise StaleCassette(
+            f"no recording of the {split!r} split in {folder}; record it with: "
+            + RECORD_COMMAND.format(split=split, model="qwen2.5-coder-1.5b")
+        )
+    loaded: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return loaded
+
+
+def _server_refused(run: ReviewRun) -> bool:
+    """Whether the run failed only because the server answered the reviewer's request with an
+    HTTP error — llama-server's 500 for a tool call whose arguments the model left unclosed:
+    the model's bad output, recorded like any answer and scored as a miss (unparsed)."""
+    return bool(run.failures) and all(
+        stage == "reviewer" and _HTTP_ERROR in error for stage, error in run.failures
+    )
+
+
+def _outcome(run: ReviewRun) -> dict[str, Any]:
+    """What a run answered, as compared between a live run and its replay."""
+    return {"review": run.review, "tool_calls": list(run.tool_calls), "usage": list(run.usage)}
+
+
+def table_of(
+    cases: Sequence[ReviewCase], runs: dict[tuple[str, str], ReviewRun], *, split: str, model: str
+) -> dict[str, Any]:
+    """The eval's table: per arm, the rates with 95% intervals, tool calls and tokens; and per
+    case and arm, what the review flagged (``named``) and how it scored."""
+    arms: dict[str, Any] = {}
+    per_case: dict[str, dict[str, Any]] = {c.id: {} for c in cases}
+    for arm in ARMS:
+        scores: list[CaseScore] = []
+        for case in cases:
+            run = runs[(case.id, arm)]
+            score = score_review(case, run.review)
+            scores.append(score)
+            per_case[case.id][arm] = {
+                "detected": score.detected,
+                "false_alarm": score.false_alarm,
+                "parsed": score.parsed,
+                "named": list(score.named),
+                "gaps": list(score.gaps),
+            }
+        arm_runs = [runs[(c.id, arm)] for c in cases]
+        arms[arm] = score_arm(
+            scores,
+            tool_calls=(len(r.tool_calls) for r in arm_runs),
+            usage=(u for r in arm_runs for u in r.usage),
+        ).as_json()
+        arms[arm]["server_errors"] = sum(_server_refused(r) for r in arm_runs)
+        arms[arm]["by_kind"] = {  # [detected, flawed] per flaw kind
+            kind: [
+                sum(s.detected for c, s in zip(cases, scores, strict=True) if c.flaw == kind),
+                sum(c.flaw == kind for c in cases),
+            ]
+            for kind in FLAW_KINDS
+        }
+    return {"cases": len(cases), "split": split, "model": model, "arms": arms, "per_case": per_case}
+
+
+def _replay_one(
+    folder: Path, split: str, case: ReviewCase, arm: Arm, settings: RecordedModel
+) -> ReviewRun:
+    path = cassette_path(folder, split, case.id, arm)
+    again = RECORD_COMMAND.format(split=split, model=settings.model)
+    if not path.is_file():
+        raise StaleCassette(f"no cassette {path}; record it with: {again}")
+    try:
+        with replay(path):
+            run = run_review(case, arm, settings)
+    except Exception as error:  # vcrpy's refusal, raised as is or as the run's failure
+        if _STALE in type(error).__name__ or _STALE in str(error):
+            raise StaleCassette(
+                f"{path} no longer matches the eval's requests (a prompt, the case set or "
+                f"the memory ranking changed); re-record with: {again}"
+            ) from None
+        raise
+    if run.failures and not _server_refused(run):  # the stage caught the mismatch
+        stale = any(_STALE in error for _, error in run.failures)
+        reason = "no longer matches the eval's requests" if stale else f"failed {run.failures}"
+        raise StaleCassette(f"{path}: the replay {reason}; re-record with: {again}")
+    return run
+
+
+def replay_split(
+    folder: Path,
+    split: str,
+    cases: Sequence[ReviewCase],
+    *,
+    arms: Iterable[Arm] = ARMS,
+    on_run: Callable[[ReviewRun], None] | None = None,
+) -> tuple[dict[str, Any], dict[tuple[str, str], ReviewRun]]:
+    """Replay a split's cassettes (network blocked): its table and every run.
+
+    Raises:
+        StaleCassette: a cassette is missing or no longer matches.
+    """
+    meta = load_recorded(folder, split)
+    settings = RecordedModel(**meta["model"])
+    runs: dict[tuple[str, str], ReviewRun] = {}
+    for case in cases:
+        for arm in arms:
+            runs[(case.id, arm)] = run = _replay_one(folder, split, case, arm, settings)
+            if on_run is not None:
+                on_run(run)
+    return table_of(cases, runs, split=split, model=settings.model), runs
+
+
+def record_split(
+    folder: Path,
+    split: str,
+    cases: Sequence[ReviewCase],
+    settings: RecordedModel,
+    *,
+    api_key: str = "sk-local",
+    rerecord: bool = False,
+    check: Callable[[Path], None] | None = None,
+    on_run: Callable[[ReviewRun], None] | None = None,
+) -> dict[str, Any]:
+    """Record every case and arm of a split live, then store the table its replay computes.
+
+    Arms run one after the other, every case of an arm together: consecutive
+    requests then share their longest prefix (system prompt, tool schema),
+    which a llama.cpp server does not evaluate again. ``check`` is called on each new
+    cassette (e.g. that its tool results reached the model's prompt) and may
+    raise to reject it.
+
+    Raises:
+        InvalidArgument: the split's existing cassettes were recorded with other
+            settings (pass ``rerecord``).
+        StaleCassette: a replay does not reproduce its live run.
+    """
+    meta_path = _meta_path(folder, split)
+    if meta_path.is_file() and not rerecord:
+        recorded = json.loads(meta_path.read_text(encoding="utf-8"))["model"]
+        if recorded != asdict(settings):
+            raise InvalidArgument(
+                "settings",
+                f"differ from the recording's {recorded}; pass --rerecord",
+                asdict(settings),
+            )
+    folder.mkdir(parents=True, exist_ok=True)
+    meta_path.write_text(
+        json.dumps({"model": asdict(settings), "table": None}, indent=2) + "\n", encoding="utf-8"
+    )
+    live: dict[tuple[str, str], dict[str, Any]] = {}
+    for arm in ARMS:
+        for case in cases:
+            path = cassette_path(folder, split, case.id, arm)
+            if path.is_file() and not rerecord:
+                continue
+            with record(path):
+                run = run_review(case, arm, settings, api_key)
+                if run.failures and not _server_refused(run):  # keeps the cassette unwritten
+                    raise RuntimeError(f"{case.id}/{arm}: the run failed: {run.failures}")
+            if check is not None:
+                try:
+                    check(path)
+                except BaseException:
+                    path.unlink(missing_ok=True)
+                    raise
+            live[(case.id, arm)] = _outcome(run)
+            if on_run is not None:
+                on_run(run)
+    table, runs = replay_split(folder, split, cases)
+    for key, outcome in live.items():
+        if _outcome(runs[key]) != outcome:
+            raise StaleCassette(f"{key}: the replay answered {_outcome(runs[key])}, live {outcome}")
+    meta = {"model": asdict(settings), "table": table}
+    meta_path.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    return table
