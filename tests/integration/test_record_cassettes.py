@@ -58,7 +58,10 @@ def in_the_format(body: dict, hit: int) -> str:
 
 
 def contents(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+    # every file, the review eval's subfolder included (it must not change either)
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
 
 
 def run(tool: ModuleType, url: str, out: Path, *args: str) -> int:
