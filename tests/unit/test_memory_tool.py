@@ -77,9 +77,10 @@ def test_a_stage_offers_only_the_arguments_it_names_and_the_rest_keep_the_preset
     tool = make_memory_query_tool(BUILTIN_PRESETS, arguments=["query_text"])
     params = convert_to_openai_tool(tool)["function"]["parameters"]
     assert list(params["properties"]) == ["query_text"] and "runtime" not in json.dumps(params)
-    _, narrow = invoke(tool, handle, {"query_text": "remote work"}).content, invoke(
-        tool, handle, {"query_text": "remote work"}
-    ).artifact
+    _, narrow = (
+        invoke(tool, handle, {"query_text": "remote work"}).content,
+        invoke(tool, handle, {"query_text": "remote work"}).artifact,
+    )
     wide = invoke(make_memory_query_tool(BUILTIN_PRESETS), handle, {"query_text": "remote work"})
     assert narrow["matches"] == wide.artifact["matches"]  # same query: the preset's defaults
     refused = invoke(tool, handle, {"query_text": "x", "direction": "descendants"})
