@@ -27,6 +27,7 @@ working for callers who do not know this tree::
     ├── UnsupportedCheckpointer(TypeError) a saver that cannot store the substrate (.checkpointer, .channel)
     ├── MissingExtra(ImportError)        an optional feature whose extra is not installed (.extra, .install)
     ├── NetworkBlocked(ConnectionError)  a connection attempted while replaying recordings
+    ├── StaleCassette(RuntimeError)      an eval cassette is missing or no longer matches its requests
     └── ScratchMemoryError               a scratch-memory operation was refused (.code, .path)
         ├── InvalidMemoryPath(ValueError)      the path breaks a path rule (.rule)
         ├── MemoryNotFound(LookupError)        no file or directory at the path
@@ -60,24 +61,25 @@ __all__ = [
     "MemoryIsADirectory",
     "MemoryNotADirectory",
     "MemoryNotFound",
+    "MissingExtra",
     "ModelUnavailable",
     "NetworkBlocked",
     "Problem",
     "ProposalInvalid",
     "RewriteUnavailable",
     "RunFailed",
-    "ScratchMemoryError",
-    "StorageError",
     "ScorerUnavailable",
+    "ScratchMemoryError",
+    "StaleCassette",
+    "StorageError",
     "ThreadBusy",
     "UnknownNode",
-    "UnknownThread",
-    "WriterFenced",
     "UnknownPreset",
     "UnknownProjection",
     "UnknownScorer",
+    "UnknownThread",
     "UnsupportedCheckpointer",
-    "MissingExtra",
+    "WriterFenced",
 ]
 
 
@@ -564,3 +566,13 @@ class MemoryNotADirectory(ScratchMemoryError, ValueError):
     def __init__(self, path: str, file: str) -> None:
         self.file = file
         super().__init__(path, f"{file!r} is a file, so {path!r} cannot be under it")
+
+
+class StaleCassette(CortexError, RuntimeError):
+    """A review-eval cassette is missing or no longer matches the requests the eval makes.
+
+    The message names the command that records it again
+    (:mod:`cortex_agents.evaluation.review_runs`).
+    """
+
+    code = "stale_cassette"

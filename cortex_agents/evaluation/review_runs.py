@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from cortex_agents.demo import RecordedModel
-from cortex_agents.errors import CortexError, InvalidArgument
+from cortex_agents.errors import InvalidArgument, StaleCassette
 from cortex_agents.evaluation.review_arms import ARMS, Arm, ReviewRun, run_review
 from cortex_agents.evaluation.review_score import CaseScore, score_arm, score_review
 from cortex_agents.evaluation.reviews import FLAW_KINDS, ReviewCase
@@ -47,12 +47,6 @@ _STALE: Final = "CannotOverwriteExistingCassette"
 """What vcrpy's error for an unrecorded request is called (its type and its message)."""
 _HTTP_ERROR: Final = "OpenAIAPIError: Error code: "
 """How a reviewer failure reads when the server answered its request with an HTTP error."""
-
-
-class StaleCassette(CortexError, RuntimeError):
-    """A cassette is missing or no longer matches the requests the eval makes."""
-
-    code = "stale_cassette"
 
 
 def cassette_path(folder: Path, split: str, case: str, arm: str) -> Path:
