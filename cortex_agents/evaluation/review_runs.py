@@ -17,6 +17,7 @@ cassette raises :class:`StaleCassette`, naming the command that re-records it.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -45,8 +46,10 @@ RECORD_COMMAND: Final = (
 )
 _STALE: Final = "CannotOverwriteExistingCassette"
 """What vcrpy's error for an unrecorded request is called (its type and its message)."""
-_HTTP_ERROR: Final = "OpenAIAPIError: Error code: "
-"""How a reviewer failure reads when the server answered its request with an HTTP error."""
+_HTTP_ERROR: Final = re.compile(r"Error code: \d{3}\b")
+"""How a reviewer failure reads when the server answered its request with an HTTP error
+(``OpenAIAPIError: Error code: 500`` from langchain-openai, ``InternalServerError: Error
+code: 500`` from its floor release, which does not wrap the client's error)."""
 
 
 def cassette_path(folder: Path, split: str, case: str, arm: str) -> Path:
@@ -79,7 +82,7 @@ def _server_refused(run: ReviewRun) -> bool:
     HTTP error — llama-server's 500 for a tool call whose arguments the model left unclosed:
     the model's bad output, recorded like any answer and scored as a miss (unparsed)."""
     return bool(run.failures) and all(
-        stage == "reviewer" and _HTTP_ERROR in error for stage, error in run.failures
+        stage == "reviewer" and _HTTP_ERROR.search(error) for stage, error in run.failures
     )
 
 
