@@ -201,7 +201,14 @@ def read_outputs(extractor: Extractor, outputs: Sequence[Any]) -> ReadFields:
                 key = candidate
                 break
         keys.append(key)
-        bodies.append(" ".join(_string_leaves(value)))
+        leaves: list[str] = []
+        for item in value.values():  # (one level inline: most leaves are strings)
+            if type(item) is str:
+                if item:
+                    leaves.append(item)
+            else:
+                _string_leaves(item, leaves)
+        bodies.append(" ".join(leaves))
         found = value.get("evidence")
         evidence.append(() if found is None else tuple(_string_leaves(found)))
         projected.append(None)

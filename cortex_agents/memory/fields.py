@@ -6,7 +6,8 @@ and one extractor. It reads each node's output once, when the output arrives
 needs it): routing key, body text, evidence, the projected slice; for the
 Jaccard scorer the body's tokens, appended to an inverted index (so a text
 query costs one ``bincount`` over its tokens' postings instead of tokenising
-every candidate — DESIGN §9); for BM25, the body's term frequencies under the
+every candidate — DESIGN §9), read when a Jaccard query first needs them
+(:meth:`FieldsIndex.token_postings`); for BM25, the body's term frequencies under the
 lexical tokeniser and the corpus statistics (:mod:`~cortex_agents.memory.lexical_postings`,
 read lazily too); and, per embedding scorer, the body's vector,
 one row of an ``(n, d)`` matrix filled from the scorer's embedding cache
@@ -78,6 +79,7 @@ class FieldsIndex:
         self.empty = extractor(None) or _EMPTY
         self.empty_tokens = tokenize(self.empty.body_text)
         self.done = 0
+        self.posted = 0  # outputs in the Jaccard postings (a prefix of the `done` ones)
         self.routing_lookup: dict[str, int] = {}
         self.routing_keys: list[str] = []
         self.routing = Column()
@@ -109,6 +111,7 @@ class FieldsIndex:
             self.empty_tokens,
         )
         other.done = min(self.done, ready)
+        other.posted = min(self.posted, ready)
         other.routing_lookup = dict(self.routing_lookup)
         other.routing_keys = list(self.routing_keys)
         size = min(n, len(self.bodies))
@@ -120,7 +123,7 @@ class FieldsIndex:
         other.evidence = self.evidence[:size]
         other.projected = self.projected[:size]
         other.vocabulary = dict(self.vocabulary)
-        if self.done <= ready:  # every output read arrived before the fork: whole postings
+        if self.posted <= ready:  # every output posted arrived before the fork: whole postings
             other.postings = [posting.copy(posting.size) for posting in self.postings]
         else:
             arrived = parent.output_tick.data
@@ -191,8 +194,21 @@ class FieldsIndex:
         self.routing.data[at] = list(map(self.routing_lookup.__getitem__, keys))
         # "" is never interned: an empty body reads -1
         self.body_ids.data[at] = list(map(body_lookup.get, read.bodies, repeat(-1)))
-        self._post(at, read.bodies)
         self.done = len(ready)
+
+    def token_postings(self, index: MemoryIndex) -> None:
+        """The Jaccard postings and token counts, caught up with every output read (lock held).
+
+        Read on a Jaccard query's first use rather than with the fields: at
+        100,000 nodes they were a third of an index build, and a query
+        without text, or ranked by another scorer, never reads them.
+        """
+        if self.posted == self.done:
+            return
+        arrived = index.ready[self.posted : self.done]
+        bodies = self.bodies
+        self._post(np.asarray(arrived, dtype=np.int64), [bodies[i] for i in arrived])
+        self.posted = self.done
 
     def _post(self, at: IntArray, bodies: list[str]) -> None:
         """Token counts of these nodes' bodies, and the nodes appended to their tokens' postings.
@@ -326,6 +342,7 @@ class FieldsView:
         fields, index = self.fields, self.view.index
         wanted = tokenize(text)
         with index.lock:  # postings grow under the lock: read them under it too
+            fields.token_postings(index)
             hit = [
                 fields.postings[fields.vocabulary[t]].prefix()
                 for t in wanted
