@@ -27,20 +27,26 @@ from cortex_agents.cli.ranking_notes import AXES, column_legend, order_note, sco
 from cortex_agents.demo import Scenario
 from cortex_agents.memory.presets import PresetRegistry
 from cortex_agents.memory.strategy import Topological
+from cortex_agents.persistence.saver import CortexSaver
+from cortex_agents.persistence.transfer import thread_config
 from cortex_agents.runtime import RunResult, Wire
 from cortex_agents.substrate import ToolCallMade
 
 __all__ = [
+    "calls_of",
     "closing_panel",
-    "compare_table",
     "display",
     "forced_lines",
     "memory_label",
+    "new_thread",
     "next_commands",
+    "recalled_by",
     "report_panels",
+    "review_text",
     "rewrite_history",
     "stage_table",
     "tool_call_blocks",
+    "value_of",
 ]
 
 _CONTROL: Final = re.compile(r"\s+")
@@ -81,7 +87,8 @@ def memory_label(wire: Wire, node_id: str, kind: str, *, lines: bool = False) ->
     return f"topological ({', '.join(parts)})"
 
 
-def _calls(result: RunResult, node_id: str | None = None) -> list[ToolCallMade]:
+def calls_of(result: RunResult, node_id: str | None = None) -> list[ToolCallMade]:
+    """The tool calls of a run (of one stage, given ``node_id``), in order."""
     return [
         e
         for e in result.log
@@ -89,13 +96,15 @@ def _calls(result: RunResult, node_id: str | None = None) -> list[ToolCallMade]:
     ]
 
 
-def _value(result: RunResult, node_id: str) -> dict[str, Any]:
+def value_of(result: RunResult, node_id: str) -> dict[str, Any]:
+    """A stage's output value (empty: none)."""
     output = result.outputs.get(node_id)
     value = output.get("value") if isinstance(output, dict) else None
     return value if isinstance(value, dict) else {}
 
 
-def _recalled(result: RunResult, node_id: str) -> list[str]:
+def recalled_by(result: RunResult, node_id: str) -> list[str]:
+    """The nodes a stage's memory recalled into its prompt, in its order."""
     output = result.outputs.get(node_id)
     memory = output.get("memory") if isinstance(output, dict) else None
     return list(memory.get("recalled", [])) if isinstance(memory, dict) else []
@@ -104,13 +113,26 @@ def _recalled(result: RunResult, node_id: str) -> list[str]:
 def _saw(result: RunResult, node_id: str) -> str:
     inputs = list(result.state.predecessors(node_id))
     seen = ", ".join(inputs) if inputs else "the run input"
-    if recalled := _recalled(result, node_id):
+    if recalled := recalled_by(result, node_id):
         seen += "; recalled " + ", ".join(recalled)
-    if calls := _calls(result, node_id):
+    if calls := calls_of(result, node_id):
+        statuses = [f"{c.tool} ({(c.result or {}).get('status', '?')})" for c in calls]
         seen += "; called " + ", ".join(
-            f"{c.tool} ({(c.result or {}).get('status', '?')})" for c in calls
+            f"{label} ×{len(same)}" if len(same) > 1 else label for label, same in _runs(statuses)
         )
     return seen
+
+
+def _runs(items: Sequence[Any], key: Any = None) -> list[tuple[Any, list[Any]]]:
+    """Consecutive items grouped by ``key(item)`` (the item itself by default), in order."""
+    runs: list[tuple[Any, list[Any]]] = []
+    for item in items:
+        k = item if key is None else key(item)
+        if runs and runs[-1][0] == k:
+            runs[-1][1].append(item)
+        else:
+            runs.append((k, [item]))
+    return runs
 
 
 def stage_table(result: RunResult, wire: Wire) -> Table:
@@ -204,45 +226,69 @@ def _matches_table(title: str, matches: Sequence[Mapping[str, Any]]) -> Table:
 
 
 def tool_call_blocks(result: RunResult, presets: PresetRegistry) -> list[Any]:
-    """A block per tool call: its arguments, then its ranking (and why) or its answer."""
+    """A block per tool call: its arguments, then its ranking (and why) or its answer.
+
+    Consecutive calls of one stage refused with the same answer (a small model writes a
+    dozen calls in a turn that runs one) share a block listing each call's arguments.
+    """
     blocks: list[Any] = []
-    for event in _calls(result):
-        outcome: Any = event.result or {}
-        head = Text(f"{event.node_id} called {event.tool}", style="bold")
-        args = Text(f"arguments: {_arguments(dict(event.arguments)) or '(none)'}")
-        if outcome.get("status") == "success" and "matches" in outcome:
-            query = outcome.get("query") or {}
-            weights = _weights(presets, str(query.get("preset")))
-            lines = [
-                f"resolved: preset {query.get('preset')} · scorer {query.get('scorer')} · "
-                f"limit {query.get('limit')}",
-                f"filters: {_filters(presets, query)}",
-                f"{outcome.get('total')} candidates passed the filters; "
-                f"{outcome.get('shown')} shown to the model",
-            ]
-            matches = outcome["matches"]
-            legend = []
-            if weights:
-                legend.append(score_formula(weights))
-            legend.append(column_legend(event.node_id, _prior(presets, str(query.get("preset")))))
-            legend.append("tempo = temporal (recency); seman = semantic (text match)")
-            if weights and (decided := order_note(matches, weights)):
-                legend.append(decided)
+    for (node, tool, refusal), events in _runs(calls_of(result), key=_refusal):
+        if refusal is not None and len(events) > 1:
+            each = " | ".join(_arguments(dict(e.arguments)) or "(none)" for e in events)
+            head = f"{node} called {tool} {len(events)} times in a row, each refused"
             blocks.append(
                 Group(
-                    head,
-                    args,
-                    *(Text(line) for line in lines),
-                    _matches_table("what it returned, best first", matches),
-                    *(Text(line, style="dim") for line in legend),
+                    Text(head, style="bold"),
+                    Text(f"arguments, call by call: {display(each, 400)}"),
+                    Text(f"answer to each (error): {_answer(refusal)}"),
                 )
             )
-            continue
-        content = str(outcome.get("content", outcome))
-        blocks.append(
-            Group(head, args, Text(f"answer ({outcome.get('status')}): {_answer(content)}"))
-        )
+        else:
+            blocks += [_call_block(event, presets) for event in events]
     return blocks
+
+
+def _call_block(event: ToolCallMade, presets: PresetRegistry) -> Group:
+    """One call: its arguments, then its ranking (and why) or its answer."""
+    outcome: Any = event.result or {}
+    head = Text(f"{event.node_id} called {event.tool}", style="bold")
+    args = Text(f"arguments: {_arguments(dict(event.arguments)) or '(none)'}")
+    if outcome.get("status") != "success" or "matches" not in outcome:
+        content = str(outcome.get("content", outcome))
+        return Group(head, args, Text(f"answer ({outcome.get('status')}): {_answer(content)}"))
+    query = outcome.get("query") or {}
+    weights = _weights(presets, str(query.get("preset")))
+    lines = [
+        f"resolved: preset {query.get('preset')} · scorer {query.get('scorer')} · "
+        f"limit {query.get('limit')}",
+        f"filters: {_filters(presets, query)}",
+        f"{outcome.get('total')} candidates passed the filters; "
+        f"{outcome.get('shown')} shown to the model",
+    ]
+    matches = outcome["matches"]
+    legend = []
+    if weights:
+        legend.append(score_formula(weights))
+    legend.append(column_legend(event.node_id, _prior(presets, str(query.get("preset")))))
+    legend.append("tempo = temporal (recency); seman = semantic (text match)")
+    if weights and (decided := order_note(matches, weights)):
+        legend.append(decided)
+    return Group(
+        head,
+        args,
+        *(Text(line) for line in lines),
+        _matches_table("what it returned, best first", matches),
+        *(Text(line, style="dim") for line in legend),
+    )
+
+
+def _refusal(event: ToolCallMade) -> tuple[str, str, str | None]:
+    """What groups consecutive refused calls: the stage, the tool and the refusal's text
+    (``None``: the call was not refused)."""
+    outcome: Any = event.result or {}
+    if outcome.get("status") != "error":
+        return (event.node_id, event.tool, None)
+    return (event.node_id, event.tool, str(outcome.get("content", outcome)))
 
 
 def _answer(content: str) -> str:
@@ -276,9 +322,19 @@ def _inferred(value: Mapping[str, Any]) -> str:
     )
 
 
-def _review_text(value: Mapping[str, Any]) -> Text:
-    gaps = "; ".join(display(g, 160) for g in value.get("gaps", [])) or "none"
-    cited = ", ".join(display(c, 64) for c in value.get("cited", [])) or "none"
+def _once(items: Sequence[Any], limit: int) -> list[str]:
+    counts: dict[str, int] = {}
+    for item in items:
+        shown = display(item, limit)
+        counts[shown] = counts.get(shown, 0) + 1
+    return [f"{text} (×{n})" if n > 1 else text for text, n in counts.items()]
+
+
+def review_text(value: Mapping[str, Any]) -> Text:
+    """A review's verdict, gaps, notes and citations, one per line (an item the model
+    repeated is shown once, with how many times)."""
+    gaps = "; ".join(_once(value.get("gaps", []), 160)) or "none"
+    cited = ", ".join(_once(value.get("cited", []), 64)) or "none"
     return Text(
         f"verdict: {value.get('verdict')}{_inferred(value)}\n"
         f"gaps: {gaps}\n"
@@ -291,9 +347,9 @@ def report_panels(result: RunResult) -> list[Panel]:
     """The reviews and the final report (or reports), shown for reading."""
     panels = []
     for node in result.state.nodes.values():
-        value = _value(result, node.id)
+        value = value_of(result, node.id)
         if node.kind == "reviewer" and value:
-            panels.append(Panel(_review_text(value), title=f"review by {node.id}"))
+            panels.append(Panel(review_text(value), title=f"review by {node.id}"))
         elif node.kind == "rewriter" and value:
             report = display(value.get("report", ""), 600) or "(empty)"
             addressed = "; ".join(display(a, 160) for a in value.get("addressed", [])) or "none"
@@ -306,62 +362,6 @@ def report_panels(result: RunResult) -> list[Panel]:
     return panels
 
 
-def compare_table(result: RunResult, wire: Wire, left: str, right: str) -> Table:
-    """Two reviewers of the same merge side by side: what each could see, what each concluded."""
-    table = Table(
-        title="the same merge, two reviewers", title_justify="left", show_lines=True, expand=True
-    )
-    table.add_column("", no_wrap=True)
-    for node_id in (left, right):
-        table.add_column(node_id, overflow="fold", ratio=1)
-
-    def gist(node_id: str) -> str:
-        value = _value(result, node_id)
-        text = value.get("finding") or value.get("summary") or value.get("notes") or ""
-        return f"{node_id}: {display(text, 70) or '(empty)'}"
-
-    def seen(node_id: str) -> str:
-        lines = [f"input {gist(n)}" for n in result.state.predecessors(node_id)]
-        recalled = _recalled(result, node_id)
-        if not recalled:
-            lines.append("recalled: nothing (no memory past its inputs)")
-        lines += [f"recalled {gist(n)}" for n in recalled]
-        for call in _calls(result, node_id):
-            found = [m.get("node_id") for m in (call.result or {}).get("matches", [])]
-            lines.append(f"{call.tool} returned " + (", ".join(map(str, found)) or "nothing"))
-        return "\n".join(lines)
-
-    kinds: dict[str, str] = {n.id: n.kind for n in result.state.nodes.values()}
-    values = {n: _value(result, n) for n in (left, right)}
-    table.add_row("memory", *(memory_label(wire, n, kinds.get(n, "")) for n in (left, right)))
-    table.add_row("could see", *(seen(n) for n in (left, right)))
-    table.add_row("concluded", *(_review_text(values[n]) for n in (left, right)))
-    table.caption = compare_sentence(result, left, right)
-    table.caption_justify = "left"
-    return table
-
-
-def compare_sentence(result: RunResult, left: str, right: str) -> str:
-    """One sentence: what ``right`` recalled that ``left`` could not see, and what each concluded."""
-
-    def concluded(node_id: str) -> str:
-        value = _value(result, node_id)
-        gaps = [str(g) for g in value.get("gaps") or [] if str(g).strip()]
-        named = f" ({'; '.join(display(g, 40) for g in gaps)})" if gaps else " (no gaps)"
-        return f"{value.get('verdict') or 'no verdict'}{named}"
-
-    only = [n for n in _recalled(result, right) if n not in _recalled(result, left)]
-    seen = (
-        f"{right} recalled {', '.join(only)}, which {left} could not see,"
-        if only
-        else f"{right} recalled nothing {left} could not see,"
-    )
-    same = _value(result, left).get("verdict") == _value(result, right).get("verdict")
-    return f"{seen} and concluded {concluded(right)}; {left} concluded {concluded(left)}" + (
-        " — the same verdict." if same else " — the verdicts differ."
-    )
-
-
 def forced_lines(scenario: Scenario) -> list[str]:
     """What the scenario decided instead of the model, one line each."""
     return [f"• {line}" for line in scenario.forced] or ["• nothing: every choice is the model's"]
@@ -370,7 +370,7 @@ def forced_lines(scenario: Scenario) -> list[str]:
 def _why(result: RunResult, presets: PresetRegistry) -> list[list[str]]:
     """Per successful memory query: what it returned, the filters, and what ranked it."""
     found_why = []
-    for call in _calls(result):
+    for call in calls_of(result):
         outcome: Any = call.result or {}
         if outcome.get("status") != "success" or "matches" not in outcome:
             continue
@@ -398,48 +398,74 @@ def _item(text: str, indent: int = 2) -> Padding:
 
 
 def closing_panel(
-    result: RunResult,
-    wire: Wire,
-    scenario: Scenario,
+    runs: Sequence[tuple[RunResult, Wire, str]],
+    forced: Sequence[str],
     *,
-    thread: str,
+    changed: Sequence[str] = (),
+    forced_by: str = "this scenario",
 ) -> Panel:
-    """What to look at: the memory each stage had, what the queries returned and why, what
-    the runtime recorded, and the scenario's forced choices (the commands to run next are
-    :func:`next_commands`, printed outside the panel so that they copy whole)."""
-    by_memory: dict[str, list[str]] = {}
-    for node in result.state.nodes.values():
-        by_memory.setdefault(memory_label(wire, node.id, node.kind), []).append(node.id)
-    parts: list[Any] = [Text("Memory each stage had", style="bold")]
+    """What to look at: what memory changed (``changed``, a comparison's lines), the memory
+    each stage had, what the queries returned and why, what the runtime recorded, and the
+    choices forced (``forced``, :func:`forced_lines`) — over ``runs``, the ``(result, wire,
+    thread)`` of each run shown. The commands to run next are :func:`next_commands`, printed
+    outside the panel so that they copy whole."""
+    parts: list[Any] = []
+    if changed:
+        parts.append(Text("What memory changed", style="bold"))
+        parts += [_item(line) for line in changed]
+    # label -> node -> the threads where the node had it: a node named once when every run
+    # gave it the same memory, with its threads when they differ (two arms of one wire)
+    by_memory: dict[str, dict[str, list[str]]] = {}
+    for result, wire, thread in runs:
+        for node in result.state.nodes.values():
+            label = memory_label(wire, node.id, node.kind)
+            by_memory.setdefault(label, {}).setdefault(node.id, []).append(thread)
+    parts.append(Text("Memory each stage had", style="bold"))
     for label, nodes in by_memory.items():
+        named = ", ".join(
+            n if len(threads) == len(runs) else f"{n} (thread {', '.join(threads)})"
+            for n, threads in nodes.items()
+        )
         if label == "classic":
-            parts.append(_item(f"{', '.join(nodes)}: classic, their direct inputs only"))
+            parts.append(_item(f"{named}: classic, their direct inputs only"))
         else:
             parts.append(
                 _item(
-                    f"{', '.join(nodes)}: {label}: direct inputs, plus the nodes their own "
+                    f"{named}: {label}: direct inputs, plus the nodes their own "
                     "query recalled, plus cortex_memory_query"
                 )
             )
     parts.append(Text("What the memory queries returned, and why that ranking", style="bold"))
-    for lines in _why(result, wire.presets) or [["no successful memory query in this run"]]:
+    why = [lines for result, wire, _ in runs for lines in _why(result, wire.presets)]
+    for lines in why or [["no successful memory query in this run"]]:
         parts.append(_item(f"• {lines[0]}"))
         parts += [_item(line, 4) for line in lines[1:]]
-    counts: dict[str, int] = {}
-    for event in result.log:
-        counts[type(event).__name__] = counts.get(type(event).__name__, 0) + 1
     parts.append(Text("What the runtime recorded", style="bold"))
-    parts.append(
-        _item(
-            f"{len(result.log)} events in thread {thread}: {counts.get('StageStarted', 0)} "
-            f"stage starts, {counts.get('StageCompleted', 0)} completions, "
-            f"{len(_calls(result))} tool call(s) with their arguments and results, "
-            f"{len(result.state.rewrites)} rewrite decision(s)"
+    for result, _, thread in runs:
+        counts: dict[str, int] = {}
+        for event in result.log:
+            counts[type(event).__name__] = counts.get(type(event).__name__, 0) + 1
+        parts.append(
+            _item(
+                f"{len(result.log)} events in thread {thread}: {counts.get('StageStarted', 0)} "
+                f"stage starts, {counts.get('StageCompleted', 0)} completions, "
+                f"{len(calls_of(result))} tool call(s) with their arguments and results, "
+                f"{len(result.state.rewrites)} rewrite decision(s)"
+            )
         )
-    )
-    parts.append(Text("Forced by this scenario", style="bold"))
-    parts += [_item(line) for line in forced_lines(scenario)]
+    parts.append(Text(f"Forced by {forced_by}", style="bold"))
+    parts += [_item(line) for line in forced]
     return Panel(Group(*parts), title="what to look at", title_align="left")
+
+
+def new_thread(saver: CortexSaver, base: str, suffixes: Sequence[str] = ("",)) -> str:
+    """``base`` if the database has none of the threads ``base + suffix``, else the first
+    free ``base-N`` (N >= 2): a thread is one run, and a run is never replayed over another."""
+    candidate, n = base, 1
+    while any(saver.get_tuple(thread_config(candidate + s)) is not None for s in suffixes):
+        n += 1
+        candidate = f"{base}-{n}"
+    return candidate
 
 
 def next_commands(result: RunResult, *, db: str, thread: str) -> list[list[str]]:
