@@ -44,6 +44,7 @@ from cortex_agents.evaluation.review_score import score_review
 from cortex_agents.evaluation.reviews import FLAW_MEANINGS, ReviewCase, build_review_cases
 from cortex_agents.persistence.saver import CortexSaver
 from cortex_agents.runtime import RunResult, Wire
+from cortex_agents.substrate import NodeId
 
 __all__ = ["SPLIT", "Side", "compare_sentence", "compare_table", "show_heldout"]
 
@@ -75,7 +76,7 @@ class Side:
 
 
 def _kind(side: Side) -> str:
-    node = side.result.state.nodes.get(side.node)
+    node = side.result.state.nodes.get(NodeId(side.node))
     return node.kind if node is not None else ""
 
 
