@@ -8,6 +8,9 @@ report, what the runtime recorded, and what the scenario forced.
 A thread is one run. Run again on the same database, the demo replays into a
 new thread (``demo-2``, ``demo-3``, ...) and says so; given ``--thread`` of
 a thread that already holds the run, it shows that recorded run and says so.
+
+``--compare`` shows instead a held-out case of the review eval, its classic
+and topological reviewers side by side (:mod:`cortex_agents.cli.demo_compare`).
 """
 
 from __future__ import annotations

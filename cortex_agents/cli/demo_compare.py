@@ -207,7 +207,8 @@ def show_heldout(saver: CortexSaver, db: str) -> None:
     recorded = load_recorded(folder, SPLIT)
     chosen = showcase(recorded["table"], build_review_cases(SPLIT))
     case, width = chosen.case, stdout.width
-    base = new_thread(saver, f"{SPLIT}-{case.id}", [f"-{arm}" for arm in _ARMS])
+    default = f"{SPLIT}-{case.id}"
+    base = new_thread(saver, default, [f"-{arm}" for arm in _ARMS])
     flaw = (
         f"{case.flaw}, in {case.flawed} ({FLAW_MEANINGS[case.flaw]})"
         if case.flaw
@@ -230,6 +231,14 @@ def show_heldout(saver: CortexSaver, db: str) -> None:
             width,
         ),
     ]
+    if base != default:
+        lines += wrap(
+            [
+                f"threads {default}-classic and -topological in {db} already hold a run:",
+                f"replaying into new threads, {base}-classic and -topological",
+            ],
+            width,
+        )
     print_lines(stdout, lines)
     stdout.print()
     sides, threads = [], []

@@ -136,7 +136,9 @@ def test_the_closing_sentence_names_what_was_recalled_and_what_each_concluded(
 def test_a_second_compare_replays_into_new_threads_and_thread_is_refused(shown, chosen):
     db, _ = shown
     again = prose(demo("--compare", db=db))
-    assert f"thread heldout-{chosen.case.id}-2-classic" in again
+    base = f"heldout-{chosen.case.id}"
+    assert f"already hold a run: replaying into new threads, {base}-2-classic and" in again
+    assert f"thread {base}-2-classic" in again and f"events in thread {base}-2-topological" in again
     done = subprocess.run(
         [sys.executable, "-m", "cortex_agents", "demo", "--compare", "--thread", "t", "--db", db],
         capture_output=True,
