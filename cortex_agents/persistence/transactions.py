@@ -18,6 +18,7 @@ or open), ``invalid_data`` (a value the database cannot store), and
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -152,14 +153,52 @@ def sqlite_transaction(
 
 
 @contextmanager
-def postgres_transaction(conn: Any, *, doing: str = "") -> Iterator[Any]:
+def postgres_transaction(conn: Any, *, doing: str = "", pipeline: bool = False) -> Iterator[Any]:
     """``BEGIN`` ... ``COMMIT`` on a psycopg connection; rolled back on any error.
 
     psycopg's own transaction block is used (a nested one is a savepoint); a
     failing rollback is logged by psycopg, and the original error is raised.
 
+    ``pipeline`` (an autocommit connection, not inside a transaction): the
+    block runs in psycopg's pipeline mode, so statements whose results nobody
+    fetches go out without waiting, ``BEGIN`` with the first and ``COMMIT``
+    with the last; the block waits for the server only where it fetches a
+    result, and once at the end. An error of a statement may then surface at
+    a later fetch or at the commit: mapped the same way, and rolled back.
+
     Raises:
         StorageError: a driver error mapped (see module).
     """
-    with driver_errors(doing), conn.transaction():
-        yield conn
+    if not pipeline:
+        with driver_errors(doing), conn.transaction():
+            yield conn
+        return
+    with driver_errors(doing), conn.pipeline() as pipe, conn.cursor() as cursor:
+        # Not psycopg's transaction(): in pipeline mode it waits for the server on
+        # entering and twice on leaving (its nested pipelines), three round trips more.
+        cursor.execute("BEGIN")
+        try:
+            yield conn
+            cursor.execute("COMMIT")
+            pipe.sync()  # the one wait: an error of any statement still unheard surfaces here
+        except BaseException as exc:
+            _pipelined_rollback(pipe, cursor, exc)
+            raise
+
+
+def _pipelined_rollback(pipe: Any, cursor: Any, cause: BaseException) -> None:
+    """Roll back a pipelined transaction, leaving the connection idle; never hides ``cause``.
+
+    After a failed statement the server skips everything up to the next sync
+    (the ``COMMIT`` too) and keeps the transaction open, aborted: it needs
+    its ``ROLLBACK``.
+    """
+    import psycopg
+
+    try:
+        with contextlib.suppress(psycopg.Error):  # that statement's error, raised already
+            pipe.sync()
+        cursor.execute("ROLLBACK")
+        pipe.sync()
+    except psycopg.Error as failed:
+        cause.add_note(f"rolling back also failed: {failed}")
