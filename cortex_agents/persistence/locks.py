@@ -156,8 +156,6 @@ class _PostgresLease(Lease):
 
     def __init__(self, conn: Any) -> None:
         self._conn = conn
-        self._poll = select.poll()
-        self._poll.register(conn.fileno(), select.POLLIN | select.POLLPRI)
 
     def lost(self) -> str | None:
         import psycopg
@@ -168,7 +166,7 @@ class _PostgresLease(Lease):
         # So a socket with nothing to read is a live session still holding the lock, and
         # only a readable one is asked (the answer then names why). Asking every time
         # cost a round trip per stage.
-        if not self._conn.closed and not self._poll.poll(0):
+        if not self._conn.closed and not self._readable():
             return None
         try:
             self._conn.execute("SELECT 1")
@@ -176,6 +174,12 @@ class _PostgresLease(Lease):
             detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             return f"the connection holding its advisory lock was closed ({detail})"
         return None
+
+    def _readable(self) -> bool:
+        """Whether the server sent the connection anything (or closed it), without waiting."""
+        poll = select.poll()  # one per call: stages of one superstep may ask at once
+        poll.register(self._conn.fileno(), select.POLLIN | select.POLLPRI)
+        return bool(poll.poll(0))
 
 
 # Where OFD locks are missing: one guard per (lock file, thread) for the whole process.
