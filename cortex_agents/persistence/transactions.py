@@ -18,7 +18,6 @@ or open), ``invalid_data`` (a value the database cannot store), and
 
 from __future__ import annotations
 
-import contextlib
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -173,32 +172,33 @@ def postgres_transaction(conn: Any, *, doing: str = "", pipeline: bool = False) 
         with driver_errors(doing), conn.transaction():
             yield conn
         return
-    with driver_errors(doing), conn.pipeline() as pipe, conn.cursor() as cursor:
-        # Not psycopg's transaction(): in pipeline mode it waits for the server on
-        # entering and twice on leaving (its nested pipelines), three round trips more.
-        cursor.execute("BEGIN")
+    with driver_errors(doing), conn.cursor() as cursor:
         try:
-            yield conn
-            cursor.execute("COMMIT")
-            pipe.sync()  # the one wait: an error of any statement still unheard surfaces here
+            # Not psycopg's transaction(): in pipeline mode it waits for the server on
+            # entering and twice on leaving (its nested pipelines), three round trips more.
+            with conn.pipeline():
+                cursor.execute("BEGIN")
+                yield conn
+                cursor.execute("COMMIT")  # sent with the pipeline's closing sync: the one wait
         except BaseException as exc:
-            _pipelined_rollback(pipe, cursor, exc)
+            _roll_back_open(conn, exc)
             raise
 
 
-def _pipelined_rollback(pipe: Any, cursor: Any, cause: BaseException) -> None:
-    """Roll back a pipelined transaction, leaving the connection idle; never hides ``cause``.
+def _roll_back_open(conn: Any, cause: BaseException) -> None:
+    """Roll back what a failed pipelined transaction left open; never hides ``cause``.
 
     After a failed statement the server skips everything up to the next sync
-    (the ``COMMIT`` too) and keeps the transaction open, aborted: it needs
-    its ``ROLLBACK``.
+    (the ``COMMIT`` too) and keeps the transaction open, aborted; a block that
+    raised never sent its ``COMMIT``. The pipeline has ended: one plain
+    ``ROLLBACK``, on failures only.
     """
     import psycopg
+    from psycopg.pq import TransactionStatus
 
+    if conn.closed or conn.info.transaction_status == TransactionStatus.IDLE:
+        return
     try:
-        with contextlib.suppress(psycopg.Error):  # that statement's error, raised already
-            pipe.sync()
-        cursor.execute("ROLLBACK")
-        pipe.sync()
+        conn.execute("ROLLBACK")
     except psycopg.Error as failed:
         cause.add_note(f"rolling back also failed: {failed}")
