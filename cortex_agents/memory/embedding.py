@@ -54,8 +54,14 @@ __all__ = [
 Vector = npt.NDArray[np.float32]
 Matrix = npt.NDArray[np.float32]
 _QUERY_MEMO: Final = 1024
-DEFAULT_CACHE_ENTRIES: Final = 4_096
-"""Vectors an :class:`InMemoryEmbeddingCache` keeps by default (about 5 MB at 256 dimensions)."""
+DEFAULT_CACHE_ENTRIES: Final = 16_384
+"""Vectors an :class:`InMemoryEmbeddingCache` keeps by default (about 17 MB at 256 dimensions).
+
+A live run does not need the cache (the branch index keeps every body's vector); a second
+snapshot of the same work does (a CLI query, an export read back, the harness): 16,384 keeps
+a 10,000-node snapshot's bodies (``bench_memory --nodes 10000 --scorer wordllama``:
+``cached_matrix_ms`` ~49 ms; with 4,096 it re-embeds ~6,000 bodies, ~610 ms) for ~12 MB
+more than 4,096 at 100k stages of ``bench_live``."""
 
 
 def body_key(text: str) -> str:

@@ -462,7 +462,7 @@ def test_the_default_in_memory_embedding_cache_is_bounded_now_that_the_index_kee
     cache = InMemoryEmbeddingCache()
     vector = np.zeros(4, dtype=np.float32)
     cache.put_many("s", {f"k{i}": vector for i in range(DEFAULT_CACHE_ENTRIES + 5)})
-    assert len(cache) == DEFAULT_CACHE_ENTRIES <= 4_096  # about 5 MB at 256 dimensions
+    assert len(cache) == DEFAULT_CACHE_ENTRIES <= 16_384  # about 17 MB at 256 dimensions
     assert cache.get_many("s", ["k0", "k4", "k5"]).keys() == {"k5"}  # oldest out first
 
 
