@@ -10,7 +10,7 @@ stops at its Markov boundary (its direct input, the merge); the topological
 one also recalls the analysts upstream of it, ranked against the claim by the
 ``reviewer`` preset, and its model calls ``cortex_memory_query`` once.
 
-    cortex-agents demo --compare                                             # recorded, offline
+    cortex-agents demo --scenario claim_review_compare                       # recorded, offline
     cortex-agents run graphs/claim_review_compare.py --input '{"claim": "..."}'   # live
 """
 

@@ -8,6 +8,9 @@ report, what the runtime recorded, and what the scenario forced.
 A thread is one run. Run again on the same database, the demo replays into a
 new thread (``demo-2``, ``demo-3``, ...) and says so; given ``--thread`` of
 a thread that already holds the run, it shows that recorded run and says so.
+
+``--compare`` shows instead a held-out case of the review eval, its classic
+and topological reviewers side by side (:mod:`cortex_agents.cli.demo_compare`).
 """
 
 from __future__ import annotations
@@ -24,21 +27,10 @@ from cortex_agents.cli.narrow import chain, command_lines, print_lines, wrap
 from cortex_agents.cli.run_cmd import _Printer
 from cortex_agents.demo import SCENARIOS, Scenario, recorded_result, run_recorded
 from cortex_agents.persistence.inspection import describe_thread
-from cortex_agents.persistence.saver import CortexSaver
-from cortex_agents.persistence.transfer import thread_config
 
 __all__ = ["demo"]
 
 COMPARE = "claim_review_compare"
-
-
-def _new_thread(saver: CortexSaver, base: str) -> str:
-    """``base`` if the database has no such thread, else the first free ``base-N`` (N >= 2)."""
-    candidate, n = base, 1
-    while saver.get_tuple(thread_config(candidate)) is not None:
-        n += 1
-        candidate = f"{base}-{n}"
-    return candidate
 
 
 def _header(chosen: Scenario, db: str) -> None:
@@ -67,6 +59,25 @@ def _header(chosen: Scenario, db: str) -> None:
     stdout.print()
 
 
+def _compare(db: str, thread: str | None, scenario: str) -> None:
+    """``demo --compare``: a held-out case of the review eval (:mod:`.demo_compare`)."""
+    from cortex_agents.cli.demo_compare import show_heldout
+
+    if thread is not None:
+        raise typer.BadParameter(
+            "does not apply to --compare, which replays into two new threads it names",
+            param_hint="--thread",
+        )
+    if scenario != "claim_review":
+        raise typer.BadParameter(
+            f"does not apply to --compare, which shows a held-out eval case (the {COMPARE} "
+            f"scenario is --scenario {COMPARE})",
+            param_hint="--scenario",
+        )
+    with fail_cleanly(), open_database(db, create=True) as saver:
+        show_heldout(saver, db)
+
+
 @app.command()
 def demo(
     db: Annotated[
@@ -87,8 +98,8 @@ def demo(
         bool,
         typer.Option(
             "--compare",
-            help=f"What memory buys: the {COMPARE} scenario, a classic and a topological "
-            "reviewer of the same merge side by side.",
+            help="What memory buys: a held-out case of the review eval where the classic and "
+            "the topological reviewer differ, side by side (replayed into two new threads).",
         ),
     ] = False,
 ) -> None:
@@ -97,7 +108,10 @@ def demo(
 
     if scenario not in SCENARIOS:  # a usage error: exit 2, like any bad option value
         raise typer.BadParameter(f"must be one of {sorted(SCENARIOS)}", param_hint="--scenario")
-    chosen = SCENARIOS[COMPARE if compare else scenario]
+    if compare:
+        _compare(db, thread, scenario)
+        return
+    chosen = SCENARIOS[scenario]
     wire = chosen.load_wire()
     with fail_cleanly(), open_database(db, create=True) as saver:
         _header(chosen, db)
@@ -110,7 +124,7 @@ def demo(
                 soft_wrap=False,
             )
         else:
-            thread_id = thread or _new_thread(saver, chosen.thread)
+            thread_id = thread or view.new_thread(saver, chosen.thread)
             if thread is None and thread_id != chosen.thread:
                 stdout.print(
                     f"thread {chosen.thread} in {db} already holds a run: replaying into a new "
@@ -126,15 +140,23 @@ def demo(
     stdout.print()
     view.print_blocks(stdout, [view.stage_table(result, wire)])
     view.print_blocks(stdout, view.tool_call_blocks(result, wire.presets))
-    if compare or chosen.name == COMPARE:
-        view.print_blocks(
-            stdout, [view.compare_table(result, wire, "reviewer-classic", "reviewer-topological")]
+    changed: list[str] = []
+    if chosen.name == COMPARE:
+        from cortex_agents.cli.demo_compare import Side, compare_sentence, compare_table
+
+        left, right = (
+            Side(n, result, wire, n) for n in ("reviewer-classic", "reviewer-topological")
         )
+        view.print_blocks(stdout, [compare_table(left, right)])
+        changed.append(compare_sentence(left, right))
     else:
         view.print_blocks(stdout, view.report_panels(result))
     if described["rewrites"]:
         view.print_blocks(stdout, [view.rewrite_history(described)])
-    view.print_blocks(stdout, [view.closing_panel(result, wire, chosen, thread=thread_id)])
+    panel = view.closing_panel(
+        [(result, wire, thread_id)], view.forced_lines(chosen), changed=changed
+    )
+    view.print_blocks(stdout, [panel])
     stdout.print("[bold]Next[/bold]")
     for command in view.next_commands(result, db=db, thread=thread_id):
         print_lines(stdout, command_lines(command, stdout.width))

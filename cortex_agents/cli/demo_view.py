@@ -10,11 +10,8 @@ what the model saw and wrote (``cortex-agents inspect``).
 
 from __future__ import annotations
 
-import html
-import json
-import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Any
 
 from rich import box
 from rich.console import Console, Group
@@ -23,47 +20,29 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from cortex_agents.cli.ranking_notes import AXES, column_legend, order_note, score_formula
+from cortex_agents.cli.demo_calls import calls_of, display, query_why, runs_of, tool_call_blocks
 from cortex_agents.demo import Scenario
-from cortex_agents.memory.presets import PresetRegistry
 from cortex_agents.memory.strategy import Topological
+from cortex_agents.persistence.saver import CortexSaver
+from cortex_agents.persistence.transfer import thread_config
 from cortex_agents.runtime import RunResult, Wire
-from cortex_agents.substrate import ToolCallMade
 
 __all__ = [
+    "calls_of",
     "closing_panel",
-    "compare_table",
     "display",
     "forced_lines",
     "memory_label",
+    "new_thread",
     "next_commands",
+    "recalled_by",
     "report_panels",
+    "review_text",
     "rewrite_history",
     "stage_table",
     "tool_call_blocks",
+    "value_of",
 ]
-
-_CONTROL: Final = re.compile(r"\s+")
-
-
-def display(value: Any, limit: int | None = None) -> str:
-    """``value`` as one line for a person: entities unescaped, whitespace folded, maybe shortened.
-
-    A shortened value ends with ``… [+N chars]`` (N counts what was left out),
-    cut at a word boundary when one is near.
-    """
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    for _ in range(4):  # a model echoes text escaped up to three times (&amp;amp;lt;)
-        unescaped = html.unescape(text)
-        if unescaped == text:
-            break
-        text = unescaped
-    text = _CONTROL.sub(" ", text).strip()
-    if limit is None or len(text) <= limit:
-        return text
-    cut = text.rfind(" ", 0, limit)
-    cut = cut if cut > limit * 2 // 3 else limit
-    return f"{text[:cut].rstrip()} … [+{len(text) - cut} chars]"
 
 
 def memory_label(wire: Wire, node_id: str, kind: str, *, lines: bool = False) -> str:
@@ -81,21 +60,15 @@ def memory_label(wire: Wire, node_id: str, kind: str, *, lines: bool = False) ->
     return f"topological ({', '.join(parts)})"
 
 
-def _calls(result: RunResult, node_id: str | None = None) -> list[ToolCallMade]:
-    return [
-        e
-        for e in result.log
-        if isinstance(e, ToolCallMade) and (node_id is None or e.node_id == node_id)
-    ]
-
-
-def _value(result: RunResult, node_id: str) -> dict[str, Any]:
+def value_of(result: RunResult, node_id: str) -> dict[str, Any]:
+    """A stage's output value (empty: none)."""
     output = result.outputs.get(node_id)
     value = output.get("value") if isinstance(output, dict) else None
     return value if isinstance(value, dict) else {}
 
 
-def _recalled(result: RunResult, node_id: str) -> list[str]:
+def recalled_by(result: RunResult, node_id: str) -> list[str]:
+    """The nodes a stage's memory recalled into its prompt, in its order."""
     output = result.outputs.get(node_id)
     memory = output.get("memory") if isinstance(output, dict) else None
     return list(memory.get("recalled", [])) if isinstance(memory, dict) else []
@@ -104,11 +77,12 @@ def _recalled(result: RunResult, node_id: str) -> list[str]:
 def _saw(result: RunResult, node_id: str) -> str:
     inputs = list(result.state.predecessors(node_id))
     seen = ", ".join(inputs) if inputs else "the run input"
-    if recalled := _recalled(result, node_id):
+    if recalled := recalled_by(result, node_id):
         seen += "; recalled " + ", ".join(recalled)
-    if calls := _calls(result, node_id):
+    if calls := calls_of(result, node_id):
+        statuses = [f"{c.tool} ({(c.result or {}).get('status', '?')})" for c in calls]
         seen += "; called " + ", ".join(
-            f"{c.tool} ({(c.result or {}).get('status', '?')})" for c in calls
+            f"{label} ×{len(same)}" if len(same) > 1 else label for label, same in runs_of(statuses)
         )
     return seen
 
@@ -137,137 +111,6 @@ def stage_table(result: RunResult, wire: Wire) -> Table:
     return table
 
 
-def _arguments(arguments: Mapping[str, Any]) -> str:
-    if set(arguments) == {"raw"}:  # not a JSON object: what the model sent, as text
-        return display(arguments["raw"], 160)
-    return " ".join(
-        f"{k}={display(json.dumps(v, ensure_ascii=False), 90)}" for k, v in arguments.items()
-    )
-
-
-def _weights(presets: PresetRegistry, preset: str) -> dict[str, float] | None:
-    try:
-        return presets.resolve(preset).spec.weights.as_dict()
-    except Exception:  # a preset the registry does not hold (another wire's)
-        return None
-
-
-def _prior(presets: PresetRegistry, preset: str) -> str | None:
-    try:
-        return str(presets.resolve(preset).spec.prior)
-    except Exception:  # as in _weights
-        return None
-
-
-def _filters(presets: PresetRegistry, query: Mapping[str, Any]) -> str:
-    """The walk and filters that decided which candidates there were."""
-    parts = [f"walked {query.get('direction')}", "settled outputs only"]
-    if query.get("scope") != "settled_only":
-        parts[-1] = f"scope {query.get('scope')}"
-    try:
-        preset = presets.resolve(str(query.get("preset")))
-    except Exception:
-        preset = None
-    if preset is not None and preset.exclude_kinds:
-        parts.append("kinds left out: " + ", ".join(sorted(preset.exclude_kinds)))
-    if preset is not None and preset.kinds is not None:
-        parts.append("kinds kept: " + ", ".join(sorted(preset.kinds)))
-    for key, label in (
-        ("routing_key", "routing key"),
-        ("max_graph_distance", "at most hops"),
-        ("limit", "limit"),
-    ):
-        if query.get(key) is not None:
-            parts.append(f"{label} {query[key]}")
-    return "; ".join(parts)
-
-
-def _matches_table(title: str, matches: Sequence[Mapping[str, Any]]) -> Table:
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("#", justify="right", no_wrap=True, min_width=2)
-    table.add_column("node", overflow="fold")
-    table.add_column("kind", overflow="fold")
-    table.add_column("hops", justify="right", no_wrap=True, min_width=4)
-    for header in ("score", *(a[:5] for a in AXES)):  # graph, tempo, seman: legend below
-        table.add_column(header, justify="right", no_wrap=True, min_width=5)
-    table.add_column("key", overflow="fold")
-    for rank, m in enumerate(matches, 1):
-        table.add_row(
-            str(rank),
-            str(m.get("node_id")),
-            str(m.get("kind")),
-            str(m.get("hops")),
-            *(f"{float(m.get(a, 0.0)):.3f}" for a in ("score", *AXES)),
-            str(m.get("routing_key")),
-        )
-    return table
-
-
-def tool_call_blocks(result: RunResult, presets: PresetRegistry) -> list[Any]:
-    """A block per tool call: its arguments, then its ranking (and why) or its answer."""
-    blocks: list[Any] = []
-    for event in _calls(result):
-        outcome: Any = event.result or {}
-        head = Text(f"{event.node_id} called {event.tool}", style="bold")
-        args = Text(f"arguments: {_arguments(dict(event.arguments)) or '(none)'}")
-        if outcome.get("status") == "success" and "matches" in outcome:
-            query = outcome.get("query") or {}
-            weights = _weights(presets, str(query.get("preset")))
-            lines = [
-                f"resolved: preset {query.get('preset')} · scorer {query.get('scorer')} · "
-                f"limit {query.get('limit')}",
-                f"filters: {_filters(presets, query)}",
-                f"{outcome.get('total')} candidates passed the filters; "
-                f"{outcome.get('shown')} shown to the model",
-            ]
-            matches = outcome["matches"]
-            legend = []
-            if weights:
-                legend.append(score_formula(weights))
-            legend.append(column_legend(event.node_id, _prior(presets, str(query.get("preset")))))
-            legend.append("tempo = temporal (recency); seman = semantic (text match)")
-            if weights and (decided := order_note(matches, weights)):
-                legend.append(decided)
-            blocks.append(
-                Group(
-                    head,
-                    args,
-                    *(Text(line) for line in lines),
-                    _matches_table("what it returned, best first", matches),
-                    *(Text(line, style="dim") for line in legend),
-                )
-            )
-            continue
-        content = str(outcome.get("content", outcome))
-        blocks.append(
-            Group(head, args, Text(f"answer ({outcome.get('status')}): {_answer(content)}"))
-        )
-    return blocks
-
-
-def _answer(content: str) -> str:
-    """A tool's answer in a line: an error's code and message, a rewrite's decision, else the text."""
-    try:
-        parsed = json.loads(content)
-    except ValueError:
-        parsed = None
-    if not isinstance(parsed, dict):
-        return display(content, 240)
-    error = parsed.get("error")
-    if isinstance(error, dict):
-        return f"{error.get('code')}: {display(str(error.get('message', '')), 240)}"
-    if "decision" in parsed:  # propose_rewrite
-        new = ", ".join(str(n) for n in parsed.get("new_nodes") or []) or "none"
-        left = parsed.get("budget_remaining") or {}
-        budget = ", ".join(f"{k} {v}" for k, v in left.items())
-        return display(
-            f"{parsed['decision']} (rewrite {parsed.get('rewrite_id')}); new nodes: {new}; "
-            f"budget left: {budget}",
-            240,
-        )
-    return display(content, 240)
-
-
 def _inferred(value: Mapping[str, Any]) -> str:
     return (
         ""
@@ -276,9 +119,19 @@ def _inferred(value: Mapping[str, Any]) -> str:
     )
 
 
-def _review_text(value: Mapping[str, Any]) -> Text:
-    gaps = "; ".join(display(g, 160) for g in value.get("gaps", [])) or "none"
-    cited = ", ".join(display(c, 64) for c in value.get("cited", [])) or "none"
+def _once(items: Sequence[Any], limit: int) -> list[str]:
+    counts: dict[str, int] = {}
+    for item in items:
+        shown = display(item, limit)
+        counts[shown] = counts.get(shown, 0) + 1
+    return [f"{text} (×{n})" if n > 1 else text for text, n in counts.items()]
+
+
+def review_text(value: Mapping[str, Any]) -> Text:
+    """A review's verdict, gaps, notes and citations, one per line (an item the model
+    repeated is shown once, with how many times)."""
+    gaps = "; ".join(_once(value.get("gaps", []), 160)) or "none"
+    cited = ", ".join(_once(value.get("cited", []), 64)) or "none"
     return Text(
         f"verdict: {value.get('verdict')}{_inferred(value)}\n"
         f"gaps: {gaps}\n"
@@ -291,9 +144,9 @@ def report_panels(result: RunResult) -> list[Panel]:
     """The reviews and the final report (or reports), shown for reading."""
     panels = []
     for node in result.state.nodes.values():
-        value = _value(result, node.id)
+        value = value_of(result, node.id)
         if node.kind == "reviewer" and value:
-            panels.append(Panel(_review_text(value), title=f"review by {node.id}"))
+            panels.append(Panel(review_text(value), title=f"review by {node.id}"))
         elif node.kind == "rewriter" and value:
             report = display(value.get("report", ""), 600) or "(empty)"
             addressed = "; ".join(display(a, 160) for a in value.get("addressed", [])) or "none"
@@ -306,90 +159,9 @@ def report_panels(result: RunResult) -> list[Panel]:
     return panels
 
 
-def compare_table(result: RunResult, wire: Wire, left: str, right: str) -> Table:
-    """Two reviewers of the same merge side by side: what each could see, what each concluded."""
-    table = Table(
-        title="the same merge, two reviewers", title_justify="left", show_lines=True, expand=True
-    )
-    table.add_column("", no_wrap=True)
-    for node_id in (left, right):
-        table.add_column(node_id, overflow="fold", ratio=1)
-
-    def gist(node_id: str) -> str:
-        value = _value(result, node_id)
-        text = value.get("finding") or value.get("summary") or value.get("notes") or ""
-        return f"{node_id}: {display(text, 70) or '(empty)'}"
-
-    def seen(node_id: str) -> str:
-        lines = [f"input {gist(n)}" for n in result.state.predecessors(node_id)]
-        recalled = _recalled(result, node_id)
-        if not recalled:
-            lines.append("recalled: nothing (no memory past its inputs)")
-        lines += [f"recalled {gist(n)}" for n in recalled]
-        for call in _calls(result, node_id):
-            found = [m.get("node_id") for m in (call.result or {}).get("matches", [])]
-            lines.append(f"{call.tool} returned " + (", ".join(map(str, found)) or "nothing"))
-        return "\n".join(lines)
-
-    kinds: dict[str, str] = {n.id: n.kind for n in result.state.nodes.values()}
-    values = {n: _value(result, n) for n in (left, right)}
-    table.add_row("memory", *(memory_label(wire, n, kinds.get(n, "")) for n in (left, right)))
-    table.add_row("could see", *(seen(n) for n in (left, right)))
-    table.add_row("concluded", *(_review_text(values[n]) for n in (left, right)))
-    table.caption = compare_sentence(result, left, right)
-    table.caption_justify = "left"
-    return table
-
-
-def compare_sentence(result: RunResult, left: str, right: str) -> str:
-    """One sentence: what ``right`` recalled that ``left`` could not see, and what each concluded."""
-
-    def concluded(node_id: str) -> str:
-        value = _value(result, node_id)
-        gaps = [str(g) for g in value.get("gaps") or [] if str(g).strip()]
-        named = f" ({'; '.join(display(g, 40) for g in gaps)})" if gaps else " (no gaps)"
-        return f"{value.get('verdict') or 'no verdict'}{named}"
-
-    only = [n for n in _recalled(result, right) if n not in _recalled(result, left)]
-    seen = (
-        f"{right} recalled {', '.join(only)}, which {left} could not see,"
-        if only
-        else f"{right} recalled nothing {left} could not see,"
-    )
-    same = _value(result, left).get("verdict") == _value(result, right).get("verdict")
-    return f"{seen} and concluded {concluded(right)}; {left} concluded {concluded(left)}" + (
-        " — the same verdict." if same else " — the verdicts differ."
-    )
-
-
 def forced_lines(scenario: Scenario) -> list[str]:
     """What the scenario decided instead of the model, one line each."""
     return [f"• {line}" for line in scenario.forced] or ["• nothing: every choice is the model's"]
-
-
-def _why(result: RunResult, presets: PresetRegistry) -> list[list[str]]:
-    """Per successful memory query: what it returned, the filters, and what ranked it."""
-    found_why = []
-    for call in _calls(result):
-        outcome: Any = call.result or {}
-        if outcome.get("status") != "success" or "matches" not in outcome:
-            continue
-        query = outcome.get("query") or {}
-        found = [str(m.get("node_id")) for m in outcome["matches"]]
-        text = display(query.get("query_text") or "-", 60)
-        lines = [
-            f"{call.node_id}'s query (text {text!r}) returned "
-            f"{', '.join(found) or 'nothing'}, of {outcome.get('total')} candidates",
-            f"filters: {_filters(presets, query)}",
-        ]
-        weights = _weights(presets, str(query.get("preset")))
-        ranking = f"ranking: scorer {query.get('scorer')}"
-        if weights:
-            ranking += f"; {score_formula(weights)}"
-            if decided := order_note(outcome["matches"], weights):
-                ranking += f"; {decided}"
-        found_why.append([*lines, ranking])
-    return found_why
 
 
 def _item(text: str, indent: int = 2) -> Padding:
@@ -398,48 +170,74 @@ def _item(text: str, indent: int = 2) -> Padding:
 
 
 def closing_panel(
-    result: RunResult,
-    wire: Wire,
-    scenario: Scenario,
+    runs: Sequence[tuple[RunResult, Wire, str]],
+    forced: Sequence[str],
     *,
-    thread: str,
+    changed: Sequence[str] = (),
+    forced_by: str = "this scenario",
 ) -> Panel:
-    """What to look at: the memory each stage had, what the queries returned and why, what
-    the runtime recorded, and the scenario's forced choices (the commands to run next are
-    :func:`next_commands`, printed outside the panel so that they copy whole)."""
-    by_memory: dict[str, list[str]] = {}
-    for node in result.state.nodes.values():
-        by_memory.setdefault(memory_label(wire, node.id, node.kind), []).append(node.id)
-    parts: list[Any] = [Text("Memory each stage had", style="bold")]
+    """What to look at: what memory changed (``changed``, a comparison's lines), the memory
+    each stage had, what the queries returned and why, what the runtime recorded, and the
+    choices forced (``forced``, :func:`forced_lines`) — over ``runs``, the ``(result, wire,
+    thread)`` of each run shown. The commands to run next are :func:`next_commands`, printed
+    outside the panel so that they copy whole."""
+    parts: list[Any] = []
+    if changed:
+        parts.append(Text("What memory changed", style="bold"))
+        parts += [_item(line) for line in changed]
+    # label -> node -> the threads where the node had it: a node named once when every run
+    # gave it the same memory, with its threads when they differ (two arms of one wire)
+    by_memory: dict[str, dict[str, list[str]]] = {}
+    for result, wire, thread in runs:
+        for node in result.state.nodes.values():
+            label = memory_label(wire, node.id, node.kind)
+            by_memory.setdefault(label, {}).setdefault(node.id, []).append(thread)
+    parts.append(Text("Memory each stage had", style="bold"))
     for label, nodes in by_memory.items():
+        named = ", ".join(
+            n if len(threads) == len(runs) else f"{n} (thread {', '.join(threads)})"
+            for n, threads in nodes.items()
+        )
         if label == "classic":
-            parts.append(_item(f"{', '.join(nodes)}: classic, their direct inputs only"))
+            parts.append(_item(f"{named}: classic, their direct inputs only"))
         else:
             parts.append(
                 _item(
-                    f"{', '.join(nodes)}: {label}: direct inputs, plus the nodes their own "
+                    f"{named}: {label}: direct inputs, plus the nodes their own "
                     "query recalled, plus cortex_memory_query"
                 )
             )
     parts.append(Text("What the memory queries returned, and why that ranking", style="bold"))
-    for lines in _why(result, wire.presets) or [["no successful memory query in this run"]]:
+    why = [lines for result, wire, _ in runs for lines in query_why(result, wire.presets)]
+    for lines in why or [["no successful memory query in this run"]]:
         parts.append(_item(f"• {lines[0]}"))
         parts += [_item(line, 4) for line in lines[1:]]
-    counts: dict[str, int] = {}
-    for event in result.log:
-        counts[type(event).__name__] = counts.get(type(event).__name__, 0) + 1
     parts.append(Text("What the runtime recorded", style="bold"))
-    parts.append(
-        _item(
-            f"{len(result.log)} events in thread {thread}: {counts.get('StageStarted', 0)} "
-            f"stage starts, {counts.get('StageCompleted', 0)} completions, "
-            f"{len(_calls(result))} tool call(s) with their arguments and results, "
-            f"{len(result.state.rewrites)} rewrite decision(s)"
+    for result, _, thread in runs:
+        counts: dict[str, int] = {}
+        for event in result.log:
+            counts[type(event).__name__] = counts.get(type(event).__name__, 0) + 1
+        parts.append(
+            _item(
+                f"{len(result.log)} events in thread {thread}: {counts.get('StageStarted', 0)} "
+                f"stage starts, {counts.get('StageCompleted', 0)} completions, "
+                f"{len(calls_of(result))} tool call(s) with their arguments and results, "
+                f"{len(result.state.rewrites)} rewrite decision(s)"
+            )
         )
-    )
-    parts.append(Text("Forced by this scenario", style="bold"))
-    parts += [_item(line) for line in forced_lines(scenario)]
+    parts.append(Text(f"Forced by {forced_by}", style="bold"))
+    parts += [_item(line) for line in forced]
     return Panel(Group(*parts), title="what to look at", title_align="left")
+
+
+def new_thread(saver: CortexSaver, base: str, suffixes: Sequence[str] = ("",)) -> str:
+    """``base`` if the database has none of the threads ``base + suffix``, else the first
+    free ``base-N`` (N >= 2): a thread is one run, and a run is never replayed over another."""
+    candidate, n = base, 1
+    while any(saver.get_tuple(thread_config(candidate + s)) is not None for s in suffixes):
+        n += 1
+        candidate = f"{base}-{n}"
+    return candidate
 
 
 def next_commands(result: RunResult, *, db: str, thread: str) -> list[list[str]]:

@@ -35,11 +35,13 @@ refuses ``null``).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import LLMResult
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
 from cortex_agents.bundled import bundled_path
@@ -49,7 +51,7 @@ from cortex_agents.evaluation.reviews import ANALYSTS, ReviewCase
 from cortex_agents.memory.presets import Preset, PresetRegistry
 from cortex_agents.memory.spec import WalkSpec, Weights
 from cortex_agents.memory.strategy import Classic, MemoryStrategy, Topological
-from cortex_agents.runtime import LogicalClock, Runtime, Wire, WireBuilder
+from cortex_agents.runtime import LogicalClock, Progress, RunResult, Runtime, Wire, WireBuilder
 from cortex_agents.runtime.context import StageContext
 from cortex_agents.runtime.wire_file import load_wire
 from cortex_agents.stages import KINDS
@@ -67,6 +69,7 @@ __all__ = [
     "ReviewRun",
     "oracle_analyst",
     "review_wire",
+    "run_case",
     "run_review",
 ]
 
@@ -200,18 +203,27 @@ class ReviewRun:
     failures: tuple[tuple[str, str], ...] = field(default_factory=tuple)
 
 
-def run_review(
-    case: ReviewCase, arm: Arm, settings: RecordedModel, api_key: str = "sk-replay"
-) -> ReviewRun:
+def run_case(
+    case: ReviewCase,
+    arm: Arm,
+    settings: RecordedModel,
+    *,
+    saver: BaseCheckpointSaver[Any] | None = None,
+    thread: str | None = None,
+    api_key: str = "sk-replay",
+    on_progress: Callable[[Progress], None] | None = None,
+    callbacks: Sequence[BaseCallbackHandler] = (),
+) -> RunResult:
     """Run one case through one arm's wire with the model ``settings`` describe (live, or
-    replayed by the caller's cassette).
+    replayed by the caller's cassette), into ``saver`` (default: in memory) on ``thread``
+    (default: the case id). A stage that failed is in the result's ``failures`` (the wire
+    stops there), not raised.
 
-    The clock, thread and saver are fixed per run, so the requests are byte-identical
-    every time: what lets a recording replay.
+    The clock is fixed per run and neither the saver nor the thread reaches a request, so
+    the requests are byte-identical every time: what lets a recording replay.
     """
-    counter = UsageCounter()
     chat_model = settings.chat_model(api_key)
-    chat_model.callbacks = [counter]
+    chat_model.callbacks = list(callbacks)
     if arm in ("topological", "seed"):
         # asks for one memory call per turn: free to, the 1.5B model writes a dozen calls in
         # one turn until max_tokens cuts one mid-arguments (the recording's llama-server did
@@ -225,11 +237,26 @@ def run_review(
         "prompts_dir": bundled_path("prompts", "eval_reviews"),
     }
     clock = LogicalClock(parse_timestamp(CLOCK_START, "clock_start"))
-    runtime = Runtime(review_wire(arm, case), InMemorySaver(), clock=clock, services=services)
+    runtime = Runtime(
+        review_wire(arm, case), saver or InMemorySaver(), clock=clock, services=services
+    )
+    thread = thread or case.id
     try:
-        result = runtime.run(case.id, {"claim": case.claim, "case": case.to_json()})
-    except RunFailed as failed:  # the wire stops on failure: the reviewer gave no review
-        return ReviewRun(case.id, arm, None, usage=tuple(counter.usage), failures=failed.failures)
+        return runtime.run(
+            thread, {"claim": case.claim, "case": case.to_json()}, on_progress=on_progress
+        )
+    except RunFailed:  # the substrate recorded which stage failed and why: the result says so
+        return runtime.result(thread)
+
+
+def run_review(
+    case: ReviewCase, arm: Arm, settings: RecordedModel, api_key: str = "sk-replay"
+) -> ReviewRun:
+    """What one arm's reviewer did on ``case`` (:func:`run_case` in memory), with the tokens
+    of every model response; a failed run is a review of ``None``, never an error."""
+    counter = UsageCounter()
+    result = run_case(case, arm, settings, api_key=api_key, callbacks=[counter])
+    # a reviewer that failed, or never ran (the wire stops on failure), has no output
     output = result.outputs.get("reviewer")
     value = output.get("value") if isinstance(output, dict) else None
     calls = output.get("memory", {}).get("tool_calls", []) if isinstance(output, dict) else []

@@ -18,25 +18,33 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
 from cortex_agents.demo import RecordedModel
 from cortex_agents.errors import InvalidArgument, StaleCassette
-from cortex_agents.evaluation.review_arms import ARMS, Arm, ReviewRun, run_review
+from cortex_agents.evaluation.review_arms import ARMS, Arm, ReviewRun, run_case, run_review
 from cortex_agents.evaluation.review_score import CaseScore, score_arm, score_review
 from cortex_agents.evaluation.reviews import FLAW_KINDS, ReviewCase
+from cortex_agents.persistence.saver import CortexSaver
+from cortex_agents.runtime import Progress, RunResult
 from cortex_agents.testing import record, replay
 
 __all__ = [
     "RECORD_COMMAND",
+    "Showcase",
     "StaleCassette",
     "cassette_path",
     "load_recorded",
     "record_split",
+    "replay_case",
     "replay_split",
+    "showcase",
     "table_of",
 ]
 
@@ -128,16 +136,17 @@ def table_of(
     return {"cases": len(cases), "split": split, "model": model, "arms": arms, "per_case": per_case}
 
 
-def _replay_one(
-    folder: Path, split: str, case: ReviewCase, arm: Arm, settings: RecordedModel
-) -> ReviewRun:
-    path = cassette_path(folder, split, case.id, arm)
-    again = RECORD_COMMAND.format(split=split, model=settings.model)
+@contextmanager
+def _replaying(folder: Path, split: str, case: str, arm: str, model: str) -> Iterator[None]:
+    """Replay one case and arm's cassette (network blocked) around the block; a request the
+    cassette does not hold raises :class:`StaleCassette` naming the command that re-records."""
+    path = cassette_path(folder, split, case, arm)
+    again = RECORD_COMMAND.format(split=split, model=model)
     if not path.is_file():
         raise StaleCassette(f"no cassette {path}; record it with: {again}")
     try:
         with replay(path):
-            run = run_review(case, arm, settings)
+            yield
     except Exception as error:  # vcrpy's refusal, raised as is or as the run's failure
         if _STALE in type(error).__name__ or _STALE in str(error):
             raise StaleCassette(
@@ -145,11 +154,118 @@ def _replay_one(
                 f"the memory ranking changed); re-record with: {again}"
             ) from None
         raise
-    if run.failures and not _server_refused(run):  # the stage caught the mismatch
-        stale = any(_STALE in error for _, error in run.failures)
-        reason = "no longer matches the eval's requests" if stale else f"failed {run.failures}"
+
+
+def _check_failures(
+    failures: Sequence[tuple[str, str]], refused: bool, path: Path, again: str
+) -> None:
+    """Raise :class:`StaleCassette` for a replay that failed other than by the server's refusal
+    (the stage caught the cassette's mismatch, or something else broke)."""
+    if failures and not refused:
+        stale = any(_STALE in error for _, error in failures)
+        reason = "no longer matches the eval's requests" if stale else f"failed {list(failures)}"
         raise StaleCassette(f"{path}: the replay {reason}; re-record with: {again}")
+
+
+@dataclass(frozen=True, slots=True)
+class Showcase:
+    """The held-out case ``cortex-agents demo --compare`` shows, and why that one.
+
+    Attributes:
+        case: The case.
+        rule: Which rule chose it, in words.
+        differs: Whether its classic and topological reviews scored differently.
+    """
+
+    case: ReviewCase
+    rule: str
+    differs: bool
+
+
+def _scored(per_case: dict[str, Any], case: str, arm: str) -> tuple[Any, ...]:
+    row = per_case[case][arm]
+    return (row["detected"], row["false_alarm"], row["parsed"], tuple(row["named"]))
+
+
+def showcase(table: dict[str, Any], cases: Sequence[ReviewCase]) -> Showcase:
+    """The first of ``cases`` (in the order given: id order for :func:`build_review_cases`)
+    where the topological reviewer detected the planted flaw and the classic one did not;
+    failing that, the first whose two reviews scored differently (detected, false alarm,
+    parsed, the branches named); failing that, the first case, marked as not differing.
+
+    Raises:
+        InvalidArgument: ``cases`` is empty or ``table`` does not score one of them.
+    """
+    if not cases:
+        raise InvalidArgument("cases", "must not be empty", [])
+    per_case = table.get("per_case") or {}
+    missing = [c.id for c in cases if c.id not in per_case]
+    if missing:
+        raise InvalidArgument("table", "must score every case (per_case)", missing)
+    split = "held-out" if cases[0].split == "heldout" else cases[0].split
+    for case in cases:
+        rows = per_case[case.id]
+        if rows["topological"]["detected"] and not rows["classic"]["detected"]:
+            rule = (
+                f"the first {split} case, in id order, where the topological reviewer "
+                "caught the planted flaw and the classic one did not"
+            )
+            return Showcase(case, rule, True)
+    for case in cases:
+        if _scored(per_case, case.id, "classic") != _scored(per_case, case.id, "topological"):
+            rule = (
+                f"no {split} case has the topological reviewer catching a flaw the classic "
+                "one missed: the first, in id order, where their reviews scored differently"
+            )
+            return Showcase(case, rule, True)
+    rule = (
+        f"no {split} case's classic and topological reviews scored differently "
+        "(detected, false alarm, branches named): the first case, in id order"
+    )
+    return Showcase(cases[0], rule, False)
+
+
+def _replay_one(
+    folder: Path, split: str, case: ReviewCase, arm: Arm, settings: RecordedModel
+) -> ReviewRun:
+    with _replaying(folder, split, case.id, arm, settings.model):
+        run = run_review(case, arm, settings)
+    again = RECORD_COMMAND.format(split=split, model=settings.model)
+    _check_failures(
+        run.failures, _server_refused(run), cassette_path(folder, split, case.id, arm), again
+    )
     return run
+
+
+def replay_case(
+    folder: Path,
+    split: str,
+    case: ReviewCase,
+    arm: Arm,
+    saver: BaseCheckpointSaver[Any] | CortexSaver,
+    *,
+    thread: str,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> RunResult:
+    """Replay one case and arm from its cassette (network blocked) into ``saver`` on ``thread``:
+    the whole run, as ``cortex-agents demo --compare`` shows and stores it. A reviewer the
+    server refused (:func:`_server_refused`) is a run with that failure, not an error.
+
+    Raises:
+        StaleCassette: the split was never recorded, or the cassette is missing or no
+            longer matches.
+    """
+    settings = RecordedModel(**load_recorded(folder, split)["model"])
+    with _replaying(folder, split, case.id, arm, settings.model):
+        result = run_case(case, arm, settings, saver=saver, thread=thread, on_progress=on_progress)
+    refused = _server_refused(ReviewRun(case.id, arm, None, failures=result.failures))
+    _check_failures(
+        result.failures,
+        refused,
+        cassette_path(folder, split, case.id, arm),
+        RECORD_COMMAND.format(split=split, model=settings.model),
+    )
+    return result
 
 
 def replay_split(

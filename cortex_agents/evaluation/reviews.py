@@ -43,6 +43,7 @@ __all__ = [
     "ANALYSTS",
     "CONTROLS",
     "FLAW_KINDS",
+    "FLAW_MEANINGS",
     "HELDOUT_PER_GROUP",
     "PER_KIND",
     "Branch",
@@ -53,6 +54,14 @@ __all__ = [
 
 Split = Literal["dev", "heldout"]
 FLAW_KINDS: Final = ("unsourced", "contradiction", "period", "entity", "arithmetic")
+FLAW_MEANINGS: Final = {
+    "unsourced": "the finding's figure comes with no evidence at all",
+    "contradiction": "the evidence says the figure fell while the finding says it rose",
+    "period": "the finding and its evidence are about another year than the claim's",
+    "entity": "the finding and its evidence are about another company than the claim's",
+    "arithmetic": "the stated percentage does not follow from the two figures stated",
+}
+"""Each flaw kind, in words (the module's list)."""
 PER_KIND: Final = 8
 """Flawed cases per kind (40 in all)."""
 CONTROLS: Final = 10

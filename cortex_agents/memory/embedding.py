@@ -54,8 +54,14 @@ __all__ = [
 Vector = npt.NDArray[np.float32]
 Matrix = npt.NDArray[np.float32]
 _QUERY_MEMO: Final = 1024
-DEFAULT_CACHE_ENTRIES: Final = 32_768
-"""Vectors an :class:`InMemoryEmbeddingCache` keeps by default."""
+DEFAULT_CACHE_ENTRIES: Final = 16_384
+"""Vectors an :class:`InMemoryEmbeddingCache` keeps by default (about 17 MB at 256 dimensions).
+
+A live run does not need the cache (the branch index keeps every body's vector); a second
+snapshot of the same work does (a CLI query, an export read back, the harness): 16,384 keeps
+a 10,000-node snapshot's bodies (``bench_memory --nodes 10000 --scorer wordllama``:
+``cached_matrix_ms`` ~49 ms; with 4,096 it re-embeds ~6,000 bodies, ~610 ms) for ~12 MB
+more than 4,096 at 100k stages of ``bench_live``."""
 
 
 def body_key(text: str) -> str:
@@ -106,11 +112,17 @@ class InMemoryEmbeddingCache:
     """A bounded, thread-safe in-process :class:`EmbeddingCache` (least recently used goes first).
 
     A run's memory index keeps the body vectors of each branch itself (one
-    row per body, carried to forks), so this cache only spares a *new* index
-    — another branch, a snapshot made by hand — embedding bodies again; the
-    default keeps the most recent 32,768 (about 40 MB at 256 dimensions). A
-    run that must never embed a body twice, across processes too, gives its
-    scorer a store-backed cache (:class:`cortex_agents.embeddings.StoreEmbeddingCache`).
+    row per distinct body, carried to forks), so this cache only spares a
+    *new* index in the same process — a snapshot made by hand, a branch whose
+    index was evicted — embedding bodies again; a restarted worker starts
+    with an empty one anyway. So the default keeps only the most recent
+    4,096 (about 5 MB at 256 dimensions): a larger default would hold a
+    second copy of a long run's vectors for nothing. A run that must never
+    embed a body twice, across processes too, gives its scorer a
+    store-backed cache (:class:`cortex_agents.embeddings.StoreEmbeddingCache`).
+
+    Each vector is stored as its own copy: a row of the embedder's batch
+    would keep the whole batch alive until its last row was evicted.
 
     Args:
         max_entries: Most vectors kept, over every scorer id.
@@ -138,7 +150,8 @@ class InMemoryEmbeddingCache:
         """Store ``vectors``, evicting the least recently used beyond ``max_entries``."""
         with self._lock:
             for key, vector in vectors.items():
-                self._vectors.setdefault((scorer_id, key), vector)
+                if (scorer_id, key) not in self._vectors:
+                    self._vectors[scorer_id, key] = np.array(vector, dtype=np.float32)
                 self._vectors.move_to_end((scorer_id, key))
             while len(self._vectors) > self._max:
                 self._vectors.popitem(last=False)

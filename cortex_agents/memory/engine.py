@@ -26,14 +26,18 @@ hand), but:
   sort; node ids compare through order-preserving labels.
 
 Walks and influence maps are memoised in a :class:`QueryMemo` (a handle
-keeps one), keyed by origin, direction and alpha.
+keeps one), keyed by origin, direction and alpha; each of its tables keeps
+the :data:`MEMO_ENTRIES` most recently used entries (each is O(cone) arrays,
+and a long-lived handle may be asked from any number of origins).
 """
 
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
+from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -55,7 +59,12 @@ if TYPE_CHECKING:
     from cortex_agents.memory.fields import FieldsView
     from cortex_agents.memory.view import IndexView, IntArray
 
-__all__ = ["QueryMemo", "query_vectorised", "rank_vectorised"]
+__all__ = ["MEMO_ENTRIES", "QueryMemo", "query_vectorised", "rank_vectorised"]
+
+K = TypeVar("K")
+V = TypeVar("V")
+MEMO_ENTRIES: Final = 16
+"""Entries each table of a :class:`QueryMemo` keeps (least recently used out)."""
 
 FloatArray = npt.NDArray[np.float64]
 _LABEL_SHIFT: Final = 2**62
@@ -65,6 +74,33 @@ _RELATIONS: Final[dict[str, tuple[str, ...]]] = {
     "descendants": ("descendants",),
     "bidirectional": ("descendants", "ancestors"),
 }
+
+
+class _Recent(OrderedDict[K, V]):
+    """A memo table keeping its :data:`MEMO_ENTRIES` most recently used entries.
+
+    Safe to share between threads as the memo is: an entry another thread
+    evicts is simply computed again.
+    """
+
+    def get(self, key: K, default: Any = None) -> Any:
+        """The entry under ``key`` (now the most recently used), else ``default``."""
+        try:
+            value = self[key]
+        except KeyError:
+            return default
+        with suppress(KeyError):  # evicted meanwhile: still the right value
+            self.move_to_end(key)
+        return value
+
+    def __setitem__(self, key: K, value: V) -> None:
+        super().__setitem__(key, value)
+        self.move_to_end(key)
+        while len(self) > MEMO_ENTRIES:
+            try:
+                self.popitem(last=False)
+            except KeyError:
+                break
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +120,7 @@ class _Columns:
     observed: IntArray
     labels: IntArray
     graph: FloatArray  # the graph axis, clamped
-    temporal: dict[tuple[int, float], FloatArray]  # (reference, time scale) -> temporal axis
+    temporal: _Recent[tuple[int, float], FloatArray]  # (reference, time scale) -> temporal axis
 
     def temporal_at(self, reference_us: int, time_scale: float) -> FloatArray:
         """The temporal axis of every candidate, aged from ``reference_us`` (memoised)."""
@@ -97,7 +133,8 @@ class _Columns:
 
 @dataclass
 class QueryMemo:
-    """Memoised walks and influence maps for one snapshot.
+    """Memoised walks and influence maps for one snapshot (each table bounded:
+    :data:`MEMO_ENTRIES`, least recently used out).
 
     Attributes:
         walks: ``(origin, relation) -> _Walk``.
@@ -107,12 +144,12 @@ class QueryMemo:
         influence_computations: How many influence solves ran (for tests and stats).
     """
 
-    walks: dict[tuple[int, str], _Walk] = field(default_factory=dict)
-    influence: dict[tuple[int, str, float], FloatArray] = field(default_factory=dict)
-    merged: dict[tuple[int, str, str, float], tuple[IntArray, IntArray, FloatArray]] = field(
-        default_factory=dict
+    walks: _Recent[tuple[int, str], _Walk] = field(default_factory=_Recent)
+    influence: _Recent[tuple[int, str, float], FloatArray] = field(default_factory=_Recent)
+    merged: _Recent[tuple[int, str, str, float], tuple[IntArray, IntArray, FloatArray]] = field(
+        default_factory=_Recent
     )
-    columns: dict[tuple[int, str, str, float], _Columns] = field(default_factory=dict)
+    columns: _Recent[tuple[int, str, str, float], _Columns] = field(default_factory=_Recent)
     influence_computations: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -224,7 +261,12 @@ def _merged(
 
 
 def _columns(
-    index: IndexView, origin: int, spec: WalkSpec, nodes: IntArray, memo: QueryMemo
+    index: IndexView,
+    origin: int,
+    spec: WalkSpec,
+    nodes: IntArray,
+    graph: FloatArray,
+    memo: QueryMemo,
 ) -> _Columns:
     """The view's columns of the candidates :func:`_merged` gave (memoised with them)."""
     key = (origin, spec.direction, spec.prior, spec.alpha if spec.prior == "influence" else 0.0)
@@ -235,8 +277,8 @@ def _columns(
             index.kind_ids(nodes),
             index.observed_us(nodes),
             index.labels(nodes),
-            _clamp(memo.merged[key][2]),
-            {},
+            _clamp(graph),
+            _Recent(),
         )
         memo.columns[key] = cached
     return cached
@@ -374,7 +416,7 @@ def rank_vectorised(
         raise UnknownNode(origin)
 
     nodes, hops, graph = _merged(index, start, spec, memo)
-    columns = _columns(index, start, spec, nodes, memo)
+    columns = _columns(index, start, spec, nodes, graph, memo)
     keep = np.ones(len(nodes), dtype=bool)
     if spec.max_distance is not None:
         keep &= hops <= spec.max_distance

@@ -10,8 +10,10 @@ every candidate — DESIGN §9), read when a Jaccard query first needs them
 (:meth:`FieldsIndex.token_postings`); for BM25, the body's term frequencies under the
 lexical tokeniser and the corpus statistics (:mod:`~cortex_agents.memory.lexical_postings`,
 read lazily too); and, per embedding scorer, the body's vector,
-one row of an ``(n, d)`` matrix filled from the scorer's embedding cache
-(a query embeds only its own text).
+one row per *distinct* body text (by its interned id: nodes with the same
+body share a row, so a run whose outputs repeat does not keep ``d`` floats
+per node), filled from the scorer's embedding cache (a query embeds only its
+own text).
 
 A node whose output had not arrived as of a view reads as the extractor
 reads ``None``: its routing key is the extractor's, else the node's kind; its
@@ -52,12 +54,12 @@ _CHUNK: Final = 1024
 
 
 class _Vectors:
-    """Body vectors of one scorer: a row per node whose output arrived (zeros for empty bodies)."""
+    """Body vectors of one scorer: a row per interned body text (by body id)."""
 
     __slots__ = ("done", "empty", "rows")
 
     def __init__(self) -> None:
-        self.done = 0  # outputs embedded, in arrival order
+        self.done = 0  # body ids below this have their row
         self.rows = Rows()
         self.empty: Matrix | None = None  # the vector of the extractor's empty body
 
@@ -90,6 +92,7 @@ class FieldsIndex:
         self.body_ids = Column()  # per node: its body text, interned (-1: an empty body)
         # the extractor's empty body (a node without output) first, when it has text
         self.body_lookup: dict[str, int] = {self.empty.body_text: 0} if self.empty.body_text else {}
+        self.body_texts: list[str] = list(self.body_lookup)  # body id -> text
         self.vocabulary: dict[str, int] = {}
         self.postings: list[Column] = []
         self._kind_routing: dict[int, int] = {}
@@ -119,6 +122,7 @@ class FieldsIndex:
         other.counts = self.counts.copy(size)
         other.body_ids = self.body_ids.copy(size)
         other.body_lookup = dict(self.body_lookup)
+        other.body_texts = list(self.body_texts)
         other.bodies = self.bodies[:size]
         other.evidence = self.evidence[:size]
         other.projected = self.projected[:size]
@@ -135,8 +139,8 @@ class FieldsIndex:
         other._vectors = OrderedDict()
         for scorer_id, held in self._vectors.items():
             kept = _Vectors()
-            kept.done = min(held.done, other.done)
-            kept.rows = held.rows.copy(size)
+            kept.done = held.done  # every body interned here is interned in the fork too
+            kept.rows = held.rows.copy(held.done)
             kept.empty = held.empty
             other._vectors[scorer_id] = kept
         other._lexical = None
@@ -180,20 +184,21 @@ class FieldsIndex:
         ]
         for key in dict.fromkeys(keys):  # new keys interned in arrival order, as one by one
             self.intern(key)
-        body_lookup = self.body_lookup
-        for body in dict.fromkeys(read.bodies):
-            if body:
-                body_lookup.setdefault(body, len(body_lookup))
+        body_lookup, body_texts = self.body_lookup, self.body_texts
+        for body in dict.fromkeys(read.bodies):  # new bodies interned in arrival order
+            if body and body_lookup.setdefault(body, len(body_lookup)) == len(body_texts):
+                body_texts.append(body)
+        # "" is never interned: an empty body reads -1
+        body_ids = list(map(body_lookup.get, read.bodies, repeat(-1)))
         bodies, evidence, projected = self.bodies, self.evidence, self.projected
-        for i, body, found, sliced in zip(
-            arrived, read.bodies, read.evidence, read.projected, strict=True
+        for i, body_id, body, found, sliced in zip(
+            arrived, body_ids, read.bodies, read.evidence, read.projected, strict=True
         ):
-            bodies[i] = body
+            bodies[i] = body_texts[body_id] if body_id >= 0 else body  # one string per body
             evidence[i] = found
             projected[i] = sliced
         self.routing.data[at] = list(map(self.routing_lookup.__getitem__, keys))
-        # "" is never interned: an empty body reads -1
-        self.body_ids.data[at] = list(map(body_lookup.get, read.bodies, repeat(-1)))
+        self.body_ids.data[at] = body_ids
         self.done = len(ready)
 
     def token_postings(self, index: MemoryIndex) -> None:
@@ -259,7 +264,8 @@ class FieldsIndex:
         return np.fromiter(self._kind_routing.values(), np.int64, len(self._kind_routing))
 
     def vectors(self, index: MemoryIndex, scorer: VectorScorer) -> _Vectors:
-        """The body vectors of ``scorer``, caught up (the caller holds the index lock; 4 kept)."""
+        """The body vectors of ``scorer``, one row per body id, caught up (the caller holds
+        the index lock; 4 scorers kept)."""
         held = self._vectors.get(scorer.scorer_id)
         if held is None:
             held = self._vectors[scorer.scorer_id] = _Vectors()
@@ -267,18 +273,16 @@ class FieldsIndex:
                 self._vectors.popitem(last=False)
         else:
             self._vectors.move_to_end(scorer.scorer_id)
-        if held.done < self.done:
-            at = np.asarray(index.ready[held.done : self.done], dtype=np.int64)
-            bodies = [self.bodies[i] for i in at.tolist()]
-            if any(bodies):
-                matrix = scorer.document_matrix(bodies)
-                dim = held.rows.dim
-                if dim is not None and matrix.shape[1] != dim:
-                    raise InvalidArgument(
-                        "embeddings", f"must all have {dim} dimensions", matrix.shape[1]
-                    )
-                held.rows.put(at, matrix)
-            held.done = self.done
+        if held.done < len(self.body_texts):
+            fresh = self.body_texts[held.done :]
+            matrix = scorer.document_matrix(fresh)
+            dim = held.rows.dim
+            if dim is not None and matrix.shape[1] != dim:
+                raise InvalidArgument(
+                    "embeddings", f"must all have {dim} dimensions", matrix.shape[1]
+                )
+            held.rows.put(np.arange(held.done, len(self.body_texts), dtype=np.int64), matrix)
+            held.done = len(self.body_texts)
         if held.empty is None and self.empty.body_text:
             held.empty = scorer.document_matrix([self.empty.body_text])
         return held
@@ -385,6 +389,7 @@ class FieldsView:
         with index.lock:
             held = self.fields.vectors(index, scorer)
             rows = held.rows.shared()
+            body_ids = self.fields.body_ids.data
             empty = held.empty
         query = scorer.query_vector(text)
         axis = np.zeros(len(nodes), dtype=np.float64)
@@ -394,7 +399,7 @@ class FieldsView:
             # scratch memory, and the heap keeps what its largest query took
             for start in range(0, len(ready), _CHUNK):
                 chunk = ready[start : start + _CHUNK]
-                axis[chunk] = cosine_axis(rows.take(nodes[chunk]), query)
+                axis[chunk] = cosine_axis(_body_rows(rows, body_ids[nodes[chunk]]), query)
         if empty is not None and self.fields.empty.body_text and empty.shape[1] == query.shape[0]:
             waiting = np.ones(len(nodes), dtype=bool)
             waiting[ready] = False
@@ -410,7 +415,8 @@ class FieldsView:
         nodes = np.arange(view.n, dtype=np.int64)
         with index.lock:
             held = self.fields.vectors(index, scorer)
-            matrix = held.rows.take(nodes) if held.rows.dim is not None else None
+            body_ids = self.fields.body_ids.data[nodes]
+            matrix = _body_rows(held.rows, body_ids) if held.rows.dim is not None else None
         if matrix is None:
             return np.zeros((view.n, 1), dtype=np.float32)
         matrix[~view.ready(nodes)] = 0.0
@@ -422,3 +428,12 @@ class FieldsView:
         """The body text of every node of the view, by ordinal."""
         with self.view.index.lock:
             return [self.body(i) for i in range(self.view.n)]
+
+
+def _body_rows(rows: Rows, body_ids: IntArray) -> Matrix:
+    """The vector of each body id; zeros for an empty body (-1), as the engines score one."""
+    empty = body_ids < 0
+    matrix = rows.take(np.where(empty, 0, body_ids))
+    if empty.any():
+        matrix[empty] = 0.0
+    return matrix

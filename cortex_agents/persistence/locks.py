@@ -37,6 +37,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import select
 import struct
 import threading
 import time
@@ -159,12 +160,26 @@ class _PostgresLease(Lease):
     def lost(self) -> str | None:
         import psycopg
 
+        # The lock's connection sits idle between statements, so the server sends it
+        # nothing unless it ends the session: a terminated backend, a restart, an idle
+        # timeout all write their error and close the socket, which makes it readable.
+        # So a socket with nothing to read is a live session still holding the lock, and
+        # only a readable one is asked (the answer then names why). Asking every time
+        # cost a round trip per stage.
+        if not self._conn.closed and not self._readable():
+            return None
         try:
             self._conn.execute("SELECT 1")
         except psycopg.Error as exc:
             detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             return f"the connection holding its advisory lock was closed ({detail})"
         return None
+
+    def _readable(self) -> bool:
+        """Whether the server sent the connection anything (or closed it), without waiting."""
+        poll = select.poll()  # one per call: stages of one superstep may ask at once
+        poll.register(self._conn.fileno(), select.POLLIN | select.POLLPRI)
+        return bool(poll.poll(0))
 
 
 # Where OFD locks are missing: one guard per (lock file, thread) for the whole process.

@@ -77,7 +77,12 @@ class _JointStore(Protocol):
     """A substrate store whose transaction a checkpoint write can join (the SQL stores)."""
 
     def atomic(
-        self, serde: Any, *, fence: Fence | None = None, doing: str = "import"
+        self,
+        serde: Any,
+        *,
+        fence: Fence | None = None,
+        doing: str = "import",
+        pipelined: bool = False,
     ) -> AbstractContextManager[BaseCheckpointSaver[str]]:
         """One transaction for substrate rows and checkpoints (a saver whose writes join it)."""
         ...
@@ -358,7 +363,9 @@ class CortexSaver(BaseCheckpointSaver[str]):
         joint = self._joint if fence is None else self._fencing
         if joint is not None:
             # one transaction, one sync: the fence check, the events and the checkpoint
-            with joint.atomic(self.inner.serde, fence=fence, doing="checkpoint") as saver:
+            with joint.atomic(
+                self.inner.serde, fence=fence, doing="checkpoint", pipelined=True
+            ) as saver:
                 if has_substrate:
                     checkpoint = self._store_value(thread_id, ns, checkpoint, parent)
                 return saver.put(config, checkpoint, metadata, new_versions)
@@ -402,7 +409,9 @@ class CortexSaver(BaseCheckpointSaver[str]):
         """
         fence = self._fence(config)
         if fence is not None and self._fencing is not None:
-            with self._fencing.atomic(self.inner.serde, fence=fence, doing="writes") as saver:
+            with self._fencing.atomic(
+                self.inner.serde, fence=fence, doing="writes", pipelined=True
+            ) as saver:
                 saver.put_writes(config, writes, task_id, task_path)
             return
         self.inner.put_writes(config, writes, task_id, task_path)
@@ -586,9 +595,10 @@ class CortexSaver(BaseCheckpointSaver[str]):
     def check_writer(self, thread_id: str) -> None:
         """Raise :class:`WriterFenced` if this saver holds the thread's lock and the lock went away.
 
-        Cheap (a ``stat`` of the lock file; one round trip on the lock's
-        Postgres connection), and a no-op when this saver does not hold the
-        thread. The runtime calls it before each stage body.
+        Cheap (a ``stat`` of the lock file; a ``poll`` of the lock's Postgres
+        connection, which is asked only when the server sent it something),
+        and a no-op when this saver does not hold the thread. The runtime
+        calls it before each stage body.
         """
         fence = self._writers.get(str(thread_id))
         if fence is not None:

@@ -412,7 +412,12 @@ class SqliteSubstrateStore(SubstrateStore):
 
     @contextmanager
     def atomic(
-        self, serde: Any, *, fence: Fence | None = None, doing: str = "import"
+        self,
+        serde: Any,
+        *,
+        fence: Fence | None = None,
+        doing: str = "import",
+        pipelined: bool = False,
     ) -> Iterator[BaseCheckpointSaver[str]]:
         """One write transaction for substrate rows and checkpoints; all or nothing.
 
@@ -420,7 +425,8 @@ class SqliteSubstrateStore(SubstrateStore):
         writes join the transaction (its own commits are held back), so a
         :class:`CortexSaver` built on it and this store writes events and the
         checkpoint together. On any error everything is rolled back and the
-        store's caches forget what the transaction created.
+        store's caches forget what the transaction created. ``pipelined`` is
+        for Postgres (an embedded database has no round trips to save).
 
         Raises:
             WriterFenced: ``fence`` is given and the thread's writer epoch is
@@ -463,6 +469,33 @@ class SqliteSubstrateStore(SubstrateStore):
             self.conn.close()
 
 
+def _joined_saver(conn: Any) -> BaseCheckpointSaver[str]:
+    """LangGraph's ``PostgresSaver`` on ``conn``, its statements joining the open transaction.
+
+    ``PostgresSaver`` runs each ``put`` and ``put_writes`` in a pipeline of its
+    own, and leaving a pipeline waits for the server. Inside
+    :meth:`PostgresSubstrateStore.atomic`, whose transaction (and, for a
+    runtime commit, pipeline) is open already, that wait buys nothing and
+    costs a round trip per call; so this saver's ``_cursor`` hands out a plain
+    cursor of the kind the original makes (binary, dict rows). The statements
+    are LangGraph's own.
+    """
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg.rows import dict_row
+
+    class JoinedPostgresSaver(PostgresSaver):
+        @contextmanager
+        def _cursor(self, *, pipeline: bool = False) -> Iterator[Any]:
+            with (
+                self.lock,
+                cast("Connection[Any]", self.conn).cursor(binary=True, row_factory=dict_row) as cur,
+            ):
+                yield cur
+
+    # the saver opens its own cursors with dict rows; the connection's tuple rows are not used
+    return JoinedPostgresSaver(cast("Connection[dict[str, Any]]", conn))
+
+
 class PostgresSubstrateStore(SubstrateStore):
     """Substrate tables in PostgreSQL, beside LangGraph's Postgres saver.
 
@@ -477,49 +510,76 @@ class PostgresSubstrateStore(SubstrateStore):
         self._psycopg = psycopg
         self.conn = psycopg.connect(url, autocommit=True)
         self._joint_saver: BaseCheckpointSaver[str] | None = None
+        self._atomic_thread: int | None = None
 
     @contextmanager
     def transaction(self, *, write: bool = True) -> Iterator[Transaction]:
-        """One ``BEGIN`` ... ``COMMIT`` block; rolled back on error (inside :meth:`atomic`: part of it).
+        """One ``BEGIN`` ... ``COMMIT`` block; rolled back on error.
+
+        Inside :meth:`atomic` (on the same thread) it is part of that
+        transaction, with no savepoint of its own: an error inside ends the
+        whole block anyway, and a savepoint costs two round trips per commit.
 
         Raises:
             StorageError: a driver error, mapped.
         """
+        if self._atomic_thread == threading.get_ident():
+            with self.conn.cursor() as cursor:
+                yield _SqlTransaction(cursor, "postgres")
+            return
         with self._lock, postgres_transaction(self.conn), self.conn.cursor() as cursor:
             yield _SqlTransaction(cursor, "postgres")
 
     @contextmanager
     def atomic(
-        self, serde: Any, *, fence: Fence | None = None, doing: str = "import"
+        self,
+        serde: Any,
+        *,
+        fence: Fence | None = None,
+        doing: str = "import",
+        pipelined: bool = False,
     ) -> Iterator[BaseCheckpointSaver[str]]:
         """One transaction for substrate rows and checkpoints; all or nothing.
 
         Yields a LangGraph ``PostgresSaver`` on this store's connection: its
-        writes, and every substrate write of this thread meanwhile (a nested
-        transaction is a savepoint), commit together at the end.
+        writes, and every substrate write of this thread meanwhile, commit
+        together at the end.
+
+        ``pipelined`` (the runtime's commits): the block runs in psycopg's
+        pipeline mode, so it waits for the server where it reads (the fence,
+        a branch's head) and once at the commit, not once per statement. The
+        fence is still read, and checked, before anything is written.
 
         Raises:
             WriterFenced: ``fence`` is given and the thread's writer epoch is
                 no longer its own (checked first: nothing is written).
         """
-        from langgraph.checkpoint.postgres import PostgresSaver
-
+        if self._atomic_thread == threading.get_ident():  # nested (an import's put): part of it
+            with self._lock:
+                yield self._joined(serde, fence)
+            return
         try:
-            with self._lock, postgres_transaction(self.conn, doing=doing):
-                if fence is not None:
-                    with self.conn.cursor() as cursor:
-                        _SqlTransaction(cursor, "postgres").check_fence(fence)
-                saver = self._joint_saver
-                if saver is None:  # built once: its construction probes libpq's capabilities
-                    # PostgresSaver opens its own cursors with dict rows; our connection's
-                    # default (tuple) row factory is never used by it
-                    saver = PostgresSaver(cast("Connection[dict[str, Any]]", self.conn))
-                    self._joint_saver = saver
-                saver.serde = serde  # this block's (used only while the store's lock is held)
-                yield saver
+            with self._lock, postgres_transaction(self.conn, doing=doing, pipeline=pipelined):
+                self._atomic_thread = threading.get_ident()
+                try:
+                    yield self._joined(serde, fence)
+                finally:
+                    self._atomic_thread = None
         except BaseException:
             self.forget_cached()
             raise
+
+    def _joined(self, serde: Any, fence: Fence | None) -> BaseCheckpointSaver[str]:
+        """Check the fence (if any) in the open transaction; the saver whose writes join it."""
+        if fence is not None:
+            with self.conn.cursor() as cursor:
+                _SqlTransaction(cursor, "postgres").check_fence(fence)
+        saver = self._joint_saver
+        if saver is None:  # built once: its construction probes libpq's capabilities
+            saver = _joined_saver(self.conn)
+            self._joint_saver = saver
+        saver.serde = serde  # this block's (used only while the store's lock is held)
+        return saver
 
     def setup(self) -> None:
         """Create or migrate the substrate tables (serialised by an advisory lock)."""

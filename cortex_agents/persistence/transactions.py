@@ -152,14 +152,53 @@ def sqlite_transaction(
 
 
 @contextmanager
-def postgres_transaction(conn: Any, *, doing: str = "") -> Iterator[Any]:
+def postgres_transaction(conn: Any, *, doing: str = "", pipeline: bool = False) -> Iterator[Any]:
     """``BEGIN`` ... ``COMMIT`` on a psycopg connection; rolled back on any error.
 
     psycopg's own transaction block is used (a nested one is a savepoint); a
     failing rollback is logged by psycopg, and the original error is raised.
 
+    ``pipeline`` (an autocommit connection, not inside a transaction): the
+    block runs in psycopg's pipeline mode, so statements whose results nobody
+    fetches go out without waiting, ``BEGIN`` with the first and ``COMMIT``
+    with the last; the block waits for the server only where it fetches a
+    result, and once at the end. An error of a statement may then surface at
+    a later fetch or at the commit: mapped the same way, and rolled back.
+
     Raises:
         StorageError: a driver error mapped (see module).
     """
-    with driver_errors(doing), conn.transaction():
-        yield conn
+    if not pipeline:
+        with driver_errors(doing), conn.transaction():
+            yield conn
+        return
+    with driver_errors(doing), conn.cursor() as cursor:
+        try:
+            # Not psycopg's transaction(): in pipeline mode it waits for the server on
+            # entering and twice on leaving (its nested pipelines), three round trips more.
+            with conn.pipeline():
+                cursor.execute("BEGIN")
+                yield conn
+                cursor.execute("COMMIT")  # sent with the pipeline's closing sync: the one wait
+        except BaseException as exc:
+            _roll_back_open(conn, exc)
+            raise
+
+
+def _roll_back_open(conn: Any, cause: BaseException) -> None:
+    """Roll back what a failed pipelined transaction left open; never hides ``cause``.
+
+    After a failed statement the server skips everything up to the next sync
+    (the ``COMMIT`` too) and keeps the transaction open, aborted; a block that
+    raised never sent its ``COMMIT``. The pipeline has ended: one plain
+    ``ROLLBACK``, on failures only.
+    """
+    import psycopg
+    from psycopg.pq import TransactionStatus
+
+    if conn.closed or conn.info.transaction_status == TransactionStatus.IDLE:
+        return
+    try:
+        conn.execute("ROLLBACK")
+    except psycopg.Error as failed:
+        cause.add_note(f"rolling back also failed: {failed}")

@@ -83,9 +83,11 @@ class RunState(TypedDict, total=False):
         scanned: The substrate length at the last pass (``None``: scan
             everything, as a new invocation does).
         retry: Whether the next full pass retries failed stages.
-        frontier: The stages the last pass sends, each ``{"stage", "frontier",
-            "tag", "position"}`` (the frontier its memory snapshot is bound
-            to), plus ``"solo": True`` for a stage alone in its superstep.
+        frontier: The stages the scheduler node's last pass sends, each
+            ``{"stage", "frontier", "tag", "position"}`` (the frontier its
+            memory snapshot is bound to), plus ``"solo": True`` for a stage
+            alone in its superstep (whose own pass sends its successors
+            directly, by ``Command``, without writing this key).
         waiting: Ready rewrite-capable stages queued to run one at a time.
     """
 
@@ -413,12 +415,16 @@ class WireGraph:
             return Command(update={"substrate": writes}, goto=SCHEDULER)
         result = self.plan(seen.appended(events), scanned=len(seen), retry=False, waiting=[])
         thread_id = config["configurable"]["thread_id"]
-        update = {
+        # Only what changes: each channel written is a pending-write row and a checkpoint
+        # blob to serialise and store, per stage. ``frontier`` is read only by ``route``,
+        # right after the scheduler node writes it; ``waiting`` was empty when this stage
+        # was sent alone (``plan`` marks a stage solo only then), so empty it stays as is.
+        update: dict[str, Any] = {
             "substrate": writes + [event_to_dict(e) for e in result.events],
             "scanned": len(result.log),
-            "frontier": result.sends,
-            "waiting": result.waiting,
         }
+        if result.waiting:
+            update["waiting"] = result.waiting
         goto = self.sends(result.log, result.sends, thread_id, payload.get("input"))
         return Command(update=update, goto=goto)
 

@@ -170,7 +170,9 @@ def test_the_demo_view_of_a_run_fits_80_columns_and_explains_its_columns(scripte
             view.stage_table(result, wire),
             *view.tool_call_blocks(result, wire.presets),
             *view.report_panels(result),
-            view.closing_panel(result, wire, SCENARIOS["claim_review"], thread="demo-run"),
+            view.closing_panel(
+                [(result, wire, "demo-run")], view.forced_lines(SCENARIOS["claim_review"])
+            ),
         ]
     )
     assert widest(out) <= 80

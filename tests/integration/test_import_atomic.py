@@ -1,5 +1,6 @@
 """Import is one transaction on every backend (issue 14, D7): a failure after the substrate
-rows were written leaves no orphan branch or event rows, however often it is retried."""
+rows were written leaves no orphan branch or event rows, however often it is retried. So is
+each commit of a lock holder (events, checkpoint and fence check; pipelined on Postgres)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from cortex_agents.errors import StorageError
 from cortex_agents.persistence import is_postgres_url, open_saver
 from cortex_agents.persistence.transfer import export_document, import_document
 from cortex_agents.snapshot_file import dump_snapshot, load_snapshot
+from tests.fencing_support import table_rows
+from tests.graphs import chain_graph, expected_log, stage_events
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "claim_review.json"
 
@@ -64,3 +67,32 @@ def test_a_failed_import_writes_nothing_and_a_retry_succeeds(durable_database):
     with open_saver(durable_database) as saver:  # and what a fresh reader sees agrees
         assert dump_snapshot(export_document(saver, "new")) == EXAMPLE.read_text()
         assert saver.store.counts()["events"] == 2 * rows["events"]
+
+
+def committed(database: str) -> dict[str, int]:
+    """Rows of the checkpoint and substrate tables (pending writes are a commit of their own)."""
+    return {k: v for k, v in table_rows(database).items() if "writes" not in k}
+
+
+def test_a_refused_commit_of_a_lock_holder_writes_nothing_and_the_next_one_lands(
+    durable_database,
+):
+    config = {"configurable": {"thread_id": "t"}}
+    with open_saver(durable_database) as saver:
+        app = chain_graph().compile(checkpointer=saver)
+        with saver.lock("t"):
+            app.invoke({"goal": 2}, config)
+            rows = committed(durable_database)
+            refuse_checkpoints(saver, durable_database)
+            step = {"substrate": stage_events(2), "steps": 3}  # event, node and edge rows first
+            for _ in range(2):  # a refused commit leaves no transaction open behind it
+                with pytest.raises(StorageError) as caught:
+                    app.update_state(config, step)
+                assert "refused by the test" in str(caught.value)
+                assert caught.value.__cause__ is not None  # the driver's error, not masked
+                assert committed(durable_database) == rows
+            allow_checkpoints(saver, durable_database)
+            app.update_state(config, step)  # the saver commits again, nothing stale cached
+        assert app.get_state(config).values["substrate"] == expected_log(3)
+    with open_saver(durable_database) as fresh:
+        assert fresh.substrate(config) == expected_log(3)

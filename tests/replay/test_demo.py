@@ -160,8 +160,8 @@ def test_a_second_run_replays_into_a_new_thread_and_says_so(first):
     assert "LLM exchanges replayed" in shown  # the header still says where the run came from
 
 
-def test_compare_shows_the_two_reviewers_side_by_side(tmp_path):
-    out = demo("--compare", db=tmp_path / "c.db")
+def test_the_compare_scenario_shows_its_two_reviewers_side_by_side(tmp_path):
+    out = demo("--scenario", "claim_review_compare", db=tmp_path / "c.db")
     assert max(len(line) for line in out.splitlines()) <= 80
     text = prose(out)
     assert "the same merge, two reviewers" in text
@@ -178,20 +178,33 @@ def test_compare_shows_the_two_reviewers_side_by_side(tmp_path):
     assert "recalled" not in classic.replace("recalled: nothing", "")
     for node, column in (("reviewer-classic", classic), ("reviewer-topological", topological)):
         assert f"verdict: {compare.outputs[node]['value']['verdict']}" in column
-    # one sentence: what the topological reviewer recalled that the classic could not see, and
-    # what each concluded
+    # one sentence in the closing panel: what the topological reviewer recalled that the
+    # classic one's direct input did not contain, and what each concluded
     verdicts = {
         n: compare.outputs[n]["value"]["verdict"]
         for n in ("reviewer-classic", "reviewer-topological")
     }
-    sentence = (
-        f"reviewer-topological recalled {', '.join(topo)}, which reviewer-classic could not see, "
-        f"and concluded {verdicts['reviewer-topological']} ("
+    changed = text.split("What memory changed ", 1)[1].split(" Memory each stage had", 1)[0]
+    returned = [
+        m["node_id"]
+        for e in compare.log
+        if isinstance(e, ToolCallMade) and e.node_id == "reviewer-topological"
+        for m in e.result.get("matches", [])
+    ]
+    direct = list(compare.state.predecessors("reviewer-classic"))
+    only = [n for n in dict.fromkeys([*topo, *returned]) if n not in direct]
+    assert set(topo) <= set(only)  # the analysts: not the classic reviewer's input (the merge)
+    assert changed.startswith(
+        f"reviewer-topological recalled {and_list(only)}, which reviewer-classic's direct input "
+        f"({and_list(direct)}) did not contain, and concluded {verdicts['reviewer-topological']} ("
     )
-    assert sentence in text
-    assert f"reviewer-classic concluded {verdicts['reviewer-classic']} (" in text
+    assert f"reviewer-classic concluded {verdicts['reviewer-classic']} (" in changed
     differ = verdicts["reviewer-classic"] != verdicts["reviewer-topological"]
-    assert ("the verdicts differ." if differ else "the same verdict.") in text
+    assert changed.endswith("the verdicts differ." if differ else "the same verdict.")
+
+
+def and_list(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 def table_columns(out: str) -> tuple[str, str]:

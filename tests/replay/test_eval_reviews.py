@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
 from collections.abc import Iterator
@@ -144,3 +145,17 @@ def test_a_reviewer_the_server_refused_is_recorded_and_replayed_as_a_miss(tmp_pa
         scores = table["arms"][arm]
         assert (scores["server_errors"], scores["unparsed"], scores["detected"]) == (2, 2, 0)
     assert table["arms"]["classic"]["server_errors"] == 0
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/quality/reviews.md"])
+def test_the_pages_carry_the_recorded_heldout_table(page: str) -> None:
+    text = (ROOT / page).read_text(encoding="utf-8")
+    recorded = load_recorded(FOLDER, "heldout")["table"]
+    assert recorded["model"] in text
+    for arm, s in recorded["arms"].items():
+        low, high = s["detection_ci95"]
+        detection = f"{s['detection']:.2f} ({low:.2f}–{high:.2f})"
+        low, high = s["false_alarm_ci95"]
+        false_alarm = f"{s['false_alarm']:.2f} ({low:.2f}–{high:.2f})"
+        row = rf"^\| {arm}\b[^|\n]*\| {re.escape(detection)} \| {re.escape(false_alarm)} \|"
+        assert re.search(row, text, re.MULTILINE), (page, arm, detection, false_alarm)

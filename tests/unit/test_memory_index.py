@@ -462,5 +462,59 @@ def test_the_default_in_memory_embedding_cache_is_bounded_now_that_the_index_kee
     cache = InMemoryEmbeddingCache()
     vector = np.zeros(4, dtype=np.float32)
     cache.put_many("s", {f"k{i}": vector for i in range(DEFAULT_CACHE_ENTRIES + 5)})
-    assert len(cache) == DEFAULT_CACHE_ENTRIES <= 32_768
+    assert len(cache) == DEFAULT_CACHE_ENTRIES <= 16_384  # about 17 MB at 256 dimensions
     assert cache.get_many("s", ["k0", "k4", "k5"]).keys() == {"k5"}  # oldest out first
+
+
+def test_nodes_with_the_same_body_share_one_vector_row_and_rank_as_the_reference():
+    events = []
+    for i in range(60):
+        at = T0 + timedelta(seconds=i)
+        events.append(NodeScheduled(node_id=f"n{i:02d}", kind="work", at=at))
+        if i:
+            events.append(EdgeAdded(source=f"n{i - 1:02d}", target=f"n{i:02d}", at=at))
+        events.append(StageStarted(node_id=f"n{i:02d}", at=at))
+        finding = ["dose effect", "placebo risk", "", "dose effect cohort"][i % 4]
+        events.append(StageCompleted(node_id=f"n{i:02d}", at=at, output={"finding": finding}))
+    embedder = HashEmbedder()
+    scorer = EmbeddingScorer(embedder)
+    log = SubstrateLog(events)
+    snapshot = MemorySnapshot.from_log(log, T0 + timedelta(hours=1))
+    spec = WalkSpec(weights=Weights(graph=0.5, temporal=0, semantic=1))
+    query = Query(text="dose risk", scorer=scorer)
+    got = query_vectorised(snapshot, "n59", spec, query)
+    fields = log.branch._derived[MEMORY_INDEX].fields_index(default_extractor)
+    held = fields._vectors[scorer.scorer_id]
+    assert held.done == 3  # three distinct non-empty bodies: a row each, not one per node
+    assert len(held.rows.data) < 60
+    assert sorted(embedder.calls) == sorted(
+        ["dose effect", "placebo risk", "dose effect cohort", "dose risk"]
+    )
+    rebuilt = MemorySnapshot.from_state(fold(events), snapshot.captured_at)
+    assert rows(got) == rows(query_reference(rebuilt, "n59", spec, query))
+    assert {m.semantic for m in got if m.body_text == ""} == {0.0}
+
+
+def test_a_handles_memo_keeps_its_most_recent_origins_and_computes_an_evicted_one_again():
+    from cortex_agents.memory import MemoryHandle
+    from cortex_agents.memory.engine import MEMO_ENTRIES
+
+    events = chain(MEMO_ENTRIES + 10)
+    snapshot = MemorySnapshot.from_log(SubstrateLog(events), T0 + timedelta(hours=1))
+    handle = MemoryHandle(snapshot, "n0005")
+    spec = WalkSpec(prior="influence")
+    first = rows(handle.query(spec))
+    assert handle.influence_computations == 1
+    handle.query(spec)
+    assert handle.influence_computations == 1  # served from the memo
+    for i in range(6, 6 + MEMO_ENTRIES):
+        handle.query(spec, origin=f"n{i:04d}")
+    assert handle.influence_computations == 1 + MEMO_ENTRIES
+    memo = handle._memo
+    assert max(len(memo.walks), len(memo.influence), len(memo.merged), len(memo.columns)) <= (
+        MEMO_ENTRIES
+    )
+    handle.query(spec, origin=f"n{5 + MEMO_ENTRIES:04d}")  # the most recent: still memoised
+    assert handle.influence_computations == 1 + MEMO_ENTRIES
+    assert rows(handle.query(spec)) == first  # evicted: computed again, the same floats
+    assert handle.influence_computations == 2 + MEMO_ENTRIES

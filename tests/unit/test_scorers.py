@@ -154,6 +154,16 @@ def test_cache_is_bounded_and_keeps_the_first_vector():
         InMemoryEmbeddingCache(max_entries=0)
 
 
+def test_cache_keeps_its_own_copy_of_each_vector_not_a_view_of_the_batch():
+    cache = InMemoryEmbeddingCache()
+    batch = np.arange(8, dtype=np.float32).reshape(4, 2)
+    cache.put_many("m", {"k0": batch[0], "k3": batch[3]})
+    kept = cache.get_many("m", ["k0", "k3"])
+    assert all(v.base is None and v.flags.owndata for v in kept.values())  # the batch can go
+    batch[:] = -1.0
+    assert kept["k3"].tolist() == [6.0, 7.0]
+
+
 def test_embedding_scorer_embeds_each_body_once_and_empty_bodies_never():
     embedder = HashEmbedder()
     scorer = EmbeddingScorer(embedder)
