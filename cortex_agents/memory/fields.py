@@ -6,7 +6,8 @@ and one extractor. It reads each node's output once, when the output arrives
 needs it): routing key, body text, evidence, the projected slice; for the
 Jaccard scorer the body's tokens, appended to an inverted index (so a text
 query costs one ``bincount`` over its tokens' postings instead of tokenising
-every candidate — DESIGN §9); for BM25, the body's term frequencies under the
+every candidate — DESIGN §9), read when a Jaccard query first needs them
+(:meth:`FieldsIndex.token_postings`); for BM25, the body's term frequencies under the
 lexical tokeniser and the corpus statistics (:mod:`~cortex_agents.memory.lexical_postings`,
 read lazily too); and, per embedding scorer, the body's vector,
 one row per *distinct* body text (by its interned id: nodes with the same
@@ -23,16 +24,18 @@ applies that rule, so a view never sees an output that arrived after it.
 from __future__ import annotations
 
 from collections import OrderedDict
+from itertools import repeat
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 import numpy.typing as npt
 
 from cortex_agents.errors import InvalidArgument
+from cortex_agents.memory.batch_tokens import token_sets
 from cortex_agents.memory.columns import Column, Rows
 from cortex_agents.memory.embedding import Matrix, VectorScorer, cosine_axis
 from cortex_agents.memory.entities import EvidenceNames, Name
-from cortex_agents.memory.extract import ExtractedFields, Extractor
+from cortex_agents.memory.extract import ExtractedFields, Extractor, read_outputs
 from cortex_agents.memory.lexical import BM25
 from cortex_agents.memory.lexical_postings import LexicalPostings
 from cortex_agents.memory.semantic import tokenize
@@ -78,6 +81,7 @@ class FieldsIndex:
         self.empty = extractor(None) or _EMPTY
         self.empty_tokens = tokenize(self.empty.body_text)
         self.done = 0
+        self.posted = 0  # outputs in the Jaccard postings (a prefix of the `done` ones)
         self.routing_lookup: dict[str, int] = {}
         self.routing_keys: list[str] = []
         self.routing = Column()
@@ -110,6 +114,7 @@ class FieldsIndex:
             self.empty_tokens,
         )
         other.done = min(self.done, ready)
+        other.posted = min(self.posted, ready)
         other.routing_lookup = dict(self.routing_lookup)
         other.routing_keys = list(self.routing_keys)
         size = min(n, len(self.bodies))
@@ -122,7 +127,7 @@ class FieldsIndex:
         other.evidence = self.evidence[:size]
         other.projected = self.projected[:size]
         other.vocabulary = dict(self.vocabulary)
-        if self.done <= ready:  # every output read arrived before the fork: whole postings
+        if self.posted <= ready:  # every output posted arrived before the fork: whole postings
             other.postings = [posting.copy(posting.size) for posting in self.postings]
         else:
             arrived = parent.output_tick.data
@@ -169,72 +174,71 @@ class FieldsIndex:
         if self.done == len(ready):
             return
         arrived = ready[self.done :]
-        extractor, outputs = self.extractor, index.outputs
-        read = [extractor(outputs[i]) or _EMPTY for i in arrived]
-        kinds, kind_of = index.kind_names, index.kinds.data
-        intern, body_lookup, body_texts = self.intern, self.body_lookup, self.body_texts
-        routing, body_ids = [], []
-        bodies, evidence, projected = self.bodies, self.evidence, self.projected
-        for i, fields in zip(arrived, read, strict=True):
-            key = fields.routing_key
-            routing.append(intern(key if key is not None else kinds[kind_of[i]]))
-            body = fields.body_text
-            if body:
-                body_id = body_lookup.setdefault(body, len(body_lookup))
-                if body_id == len(body_texts):
-                    body_texts.append(body)
-                body = body_texts[body_id]  # one string per distinct body
-            else:
-                body_id = -1
-            bodies[i] = body
-            body_ids.append(body_id)
-            evidence[i] = tuple(fields.evidence)
-            projected[i] = fields.projected
+        outputs = index.outputs
+        read = read_outputs(self.extractor, [outputs[i] for i in arrived])
         at = np.asarray(arrived, dtype=np.int64)
-        self.routing.data[at] = routing
+        kinds = index.kind_names
+        keys = [
+            key if key is not None else kinds[kind]
+            for key, kind in zip(read.routing_keys, index.kinds.data[at].tolist(), strict=True)
+        ]
+        for key in dict.fromkeys(keys):  # new keys interned in arrival order, as one by one
+            self.intern(key)
+        body_lookup, body_texts = self.body_lookup, self.body_texts
+        for body in dict.fromkeys(read.bodies):  # new bodies interned in arrival order
+            if body and body_lookup.setdefault(body, len(body_lookup)) == len(body_texts):
+                body_texts.append(body)
+        # "" is never interned: an empty body reads -1
+        body_ids = list(map(body_lookup.get, read.bodies, repeat(-1)))
+        bodies, evidence, projected = self.bodies, self.evidence, self.projected
+        for i, body_id, body, found, sliced in zip(
+            arrived, body_ids, read.bodies, read.evidence, read.projected, strict=True
+        ):
+            bodies[i] = body_texts[body_id] if body_id >= 0 else body  # one string per body
+            evidence[i] = found
+            projected[i] = sliced
+        self.routing.data[at] = list(map(self.routing_lookup.__getitem__, keys))
         self.body_ids.data[at] = body_ids
-        self._post(at, [fields.body_text for fields in read])
         self.done = len(ready)
+
+    def token_postings(self, index: MemoryIndex) -> None:
+        """The Jaccard postings and token counts, caught up with every output read (lock held).
+
+        Read on a Jaccard query's first use rather than with the fields: at
+        100,000 nodes they were a third of an index build, and a query
+        without text, or ranked by another scorer, never reads them.
+        """
+        if self.posted == self.done:
+            return
+        arrived = index.ready[self.posted : self.done]
+        bodies = self.bodies
+        self._post(np.asarray(arrived, dtype=np.int64), [bodies[i] for i in arrived])
+        self.posted = self.done
 
     def _post(self, at: IntArray, bodies: list[str]) -> None:
         """Token counts of these nodes' bodies, and the nodes appended to their tokens' postings.
 
-        Each distinct body is tokenised once; the postings grow by one
-        grouping pass over every (token, node) pair of the batch, so each
-        token's posting gets its new nodes in arrival order, as one by one.
+        The batch is tokenised at once (:func:`~cortex_agents.memory.batch_tokens.token_sets`:
+        each body's tokens as :func:`tokenize` gives them); each token's posting
+        gets its new nodes in arrival order, as one by one.
         """
-        tokens_of: dict[str, frozenset[str]] = {}
-        vocabulary, postings = self.vocabulary, self.postings
-        token_id = vocabulary.__getitem__
-        token_ids: list[int] = []
-        counts: list[int] = []
-        for body in bodies:
-            tokens = tokens_of.get(body)
-            if tokens is None:
-                tokens = tokens_of[body] = tokenize(body)
-            counts.append(len(tokens))
-            try:
-                ids = list(map(token_id, tokens))
-            except KeyError:  # new tokens: the next ids, each with an empty posting
-                for token in tokens:
-                    if token not in vocabulary:
-                        vocabulary[token] = len(postings)
-                        postings.append(Column(capacity=4))
-                ids = list(map(token_id, tokens))
-            token_ids.extend(ids)
-        self.counts.data[at] = counts
-        if not token_ids:
+        found = token_sets(bodies)
+        self.counts.data[at] = found.counts
+        if not len(found.token):
             return
-        owners = np.repeat(at, counts)
-        # a stable sort of small integers is a radix sort: O(pairs)
-        narrow = np.uint16 if len(postings) <= np.iinfo(np.uint16).max else np.int64
-        keys = np.asarray(token_ids, dtype=narrow)
-        by_token = np.argsort(keys, kind="stable")
-        grouped, owners = keys[by_token], owners[by_token]
-        starts = np.concatenate(([0], np.flatnonzero(grouped[1:] != grouped[:-1]) + 1))
-        ends = [*starts[1:].tolist(), len(grouped)]
-        for key, begin, end in zip(grouped[starts].tolist(), starts.tolist(), ends, strict=True):
-            postings[key].extend(owners[begin:end])
+        vocabulary, postings = self.vocabulary, self.postings
+        slots = np.empty(len(found.tokens), dtype=np.int64)
+        for j, token in enumerate(found.tokens):
+            slot = vocabulary.get(token)
+            if slot is None:  # a new token: the next id, with an empty posting
+                slot = vocabulary[token] = len(postings)
+                postings.append(Column(capacity=4))
+            slots[j] = slot
+        owners = at[found.body]  # grouped by token, each group in arrival order
+        starts = np.flatnonzero(np.concatenate(([True], found.token[1:] != found.token[:-1])))
+        ends = [*starts[1:].tolist(), len(owners)]
+        for j, begin, end in zip(found.token[starts].tolist(), starts.tolist(), ends, strict=True):
+            postings[slots[j]].extend(owners[begin:end])
 
     def lexical(self, index: MemoryIndex) -> LexicalPostings:
         """BM25's postings and statistics, caught up (the caller holds the index lock)."""
@@ -342,6 +346,7 @@ class FieldsView:
         fields, index = self.fields, self.view.index
         wanted = tokenize(text)
         with index.lock:  # postings grow under the lock: read them under it too
+            fields.token_postings(index)
             hit = [
                 fields.postings[fields.vocabulary[t]].prefix()
                 for t in wanted

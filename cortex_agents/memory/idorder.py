@@ -93,12 +93,17 @@ class IdOrder:
             return
         start = self._count
         count = start + len(node_ids)
-        merged = self._sorted + sorted(node_ids)
-        arrival = dict(zip(node_ids, range(start, count), strict=True))
-        order = sorted(range(count), key=merged.__getitem__)  # timsort merges the two runs
-        self._sorted = [merged[i] for i in order]
-        held = self._sorted_at
-        self._sorted_at = [held[i] if i < start else arrival[merged[i]] for i in order]
+        if not start:  # the first ids (an index built at once): their order is their sort
+            order = sorted(range(count), key=node_ids.__getitem__)
+            self._sorted = [node_ids[i] for i in order]
+            self._sorted_at = order
+        else:
+            merged = self._sorted + sorted(node_ids)
+            arrival = dict(zip(node_ids, range(start, count), strict=True))
+            order = sorted(range(count), key=merged.__getitem__)  # timsort merges the two runs
+            self._sorted = [merged[i] for i in order]
+            held = self._sorted_at
+            self._sorted_at = [held[i] if i < start else arrival[merged[i]] for i in order]
         self._count = count
         labels = np.zeros(max(16, 2 * count), dtype=np.int64)
         if (count + 1) * _STEP < _HIGH:  # as increasing ids would have been: room after them

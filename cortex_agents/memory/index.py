@@ -32,8 +32,14 @@ the columns in whole-array passes, and only the edges' effect on depths is
 applied event by event. A branch loaded after a restart takes its whole log
 as one batch: rebuilding is array work, not one column write per fact (the
 derived index is rebuilt rather than persisted: it stays a pure function of
-the events, with no second format to keep in step with them). A
-view: O(log V). A walk (:meth:`IndexView.walk`): O(cone) in Python, or
+the events, with no second format to keep in step with them). What a
+rebuild cost at 100,000 nodes was reading every output in Python; the
+fields of a batch are now read in one pass without a fields object per
+output (:func:`~cortex_agents.memory.extract.read_outputs`), their bodies
+tokenised at once over their joined text
+(:mod:`~cortex_agents.memory.batch_tokens`), and the token postings only
+when a query's scorer first reads them (none of it is needed to walk or to
+rank without text). A view: O(log V). A walk (:meth:`IndexView.walk`): O(cone) in Python, or
 scipy's BFS over a compiled matrix shared by every view with the same edge
 set (built in O(E) numpy the second time one is walked — the stages of a
 wire scheduled up front share one). Fields per extractor

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from cortex_agents.memory.batch_tokens import TermCounts, term_counts
 from cortex_agents.memory.columns import NEVER, Column
 from cortex_agents.memory.lexical import BM25, CorpusStats, lexical_tokens
 
@@ -88,30 +89,57 @@ class LexicalPostings:
         self.lengths.pad(len(fields.bodies), 0)
         if self.done == fields.done:
             return
-        settled = index.settled_tick.data
-        for i in index.ready[self.done : fields.done]:
-            counts = Counter(lexical_tokens(fields.bodies[i]))
-            length = sum(counts.values())
-            self.lengths.data[i] = length
-            # a corpus document settles with its output (a run) or before it (a hand-made
-            # snapshot, everything at tick 0); an output of a node that never settled is not one
-            member = int(settled[i] != NEVER)
-            for term in sorted(counts):
-                slot = self.vocabulary.get(term)
-                if slot is None:
-                    slot = self.vocabulary[term] = len(self.owners)
-                    self.owners.append(Column(capacity=4))
-                    self.freqs.append(Column(capacity=4))
-                    self.documents.append(Column(capacity=4))
-                before = self.documents[slot]
-                count = int(before.data[before.size - 1]) if before.size else 0
-                self.owners[slot].append(i)
-                self.freqs[slot].append(counts[term])
-                before.append(count + member)
-            k = self.arrived_documents.size
-            self.arrived_documents.append(int(self.arrived_documents.data[k - 1]) + member)
-            self.arrived_length.append(int(self.arrived_length.data[k - 1]) + member * length)
+        arrived = index.ready[self.done : fields.done]
+        at = np.asarray(arrived, dtype=np.int64)
+        bodies = fields.bodies
+        found = term_counts([bodies[i] for i in arrived])
+        self.lengths.data[at] = found.lengths
+        # a corpus document settles with its output (a run) or before it (a hand-made
+        # snapshot, everything at tick 0); an output of a node that never settled is not one
+        member = (index.settled_tick.data[at] != NEVER).astype(np.int64)
+        k = self.arrived_documents.size
+        self.arrived_documents.extend(self.arrived_documents.data[k - 1] + np.cumsum(member))
+        self.arrived_length.extend(
+            self.arrived_length.data[k - 1] + np.cumsum(member * found.lengths)
+        )
+        if len(found.term):
+            self._post(found, at, member)
         self.done = fields.done
+
+    def _post(self, found: TermCounts, at: IntArray, member: IntArray) -> None:
+        """Append a batch's (node, frequency) pairs to their terms' postings, in arrival order.
+
+        New terms take the next posting numbers in the order one body at a time
+        would give them (body by body, each body's terms in code-point order:
+        the order of ``found``'s pairs), and each posting's running count of
+        corpus documents continues from its last value.
+        """
+        by_term = np.argsort(found.term, kind="stable")  # each term's pairs in arrival order
+        terms = found.term[by_term]
+        starts = np.flatnonzero(np.concatenate(([True], terms[1:] != terms[:-1])))
+        ends = [*starts[1:].tolist(), len(terms)]
+        vocabulary = self.vocabulary
+        slots = np.empty(len(found.terms), dtype=np.int64)
+        for j in terms[starts[np.argsort(by_term[starts])]].tolist():  # by first pair
+            term = found.terms[j]
+            slot = vocabulary.get(term)
+            if slot is None:
+                slot = vocabulary[term] = len(self.owners)
+                self.owners.append(Column(capacity=4))
+                self.freqs.append(Column(capacity=4))
+                self.documents.append(Column(capacity=4))
+            slots[j] = slot
+        owners = at[found.body[by_term]]
+        freqs = found.freq[by_term]
+        members = np.cumsum(member[found.body[by_term]])
+        for j, begin, end in zip(terms[starts].tolist(), starts.tolist(), ends, strict=True):
+            slot = int(slots[j])
+            documents = self.documents[slot]
+            count = int(documents.data[documents.size - 1]) if documents.size else 0
+            before = int(members[begin - 1]) if begin else 0
+            self.owners[slot].extend(owners[begin:end])
+            self.freqs[slot].extend(freqs[begin:end])
+            documents.extend(count - before + members[begin:end])
 
     def fork(self, parent: MemoryIndex, n: int, ready: int, length: int) -> LexicalPostings:
         """A copy for the fork of ``parent`` at ``length`` events (``n`` nodes, ``ready`` outputs)."""
