@@ -83,12 +83,12 @@ class _Recent(OrderedDict[K, V]):
     evicts is simply computed again.
     """
 
-    def get(self, key: K, default: Any = None) -> Any:
-        """The entry under ``key`` (now the most recently used), else ``default``."""
+    def recent(self, key: K) -> V | None:
+        """The entry under ``key`` (now the most recently used), else ``None``."""
         try:
             value = self[key]
         except KeyError:
-            return default
+            return None
         with suppress(KeyError):  # evicted meanwhile: still the right value
             self.move_to_end(key)
         return value
@@ -125,7 +125,7 @@ class _Columns:
     def temporal_at(self, reference_us: int, time_scale: float) -> FloatArray:
         """The temporal axis of every candidate, aged from ``reference_us`` (memoised)."""
         key = (reference_us, time_scale)
-        found = self.temporal.get(key)
+        found = self.temporal.recent(key)
         if found is None:
             found = self.temporal[key] = _temporal(self.observed, reference_us, time_scale)
         return found
@@ -156,7 +156,7 @@ class QueryMemo:
 
 def _walk(index: IndexView, relation: str, origin: int, memo: QueryMemo) -> _Walk:
     key = (origin, relation)
-    cached = memo.walks.get(key)
+    cached = memo.walks.recent(key)
     if cached is None:
         cached = memo.walks[key] = _Walk(*index.walk(relation, origin))
     return cached
@@ -172,7 +172,7 @@ def _influence(
     ascending for descendants, descending for ancestors.
     """
     key = (origin, relation, alpha)
-    cached = memo.influence.get(key)
+    cached = memo.influence.recent(key)
     if cached is not None:
         return cached
     import scipy.sparse as sp  # type: ignore[import-untyped]  # (no stubs) influence only
@@ -228,7 +228,7 @@ def _merged(
 ) -> tuple[IntArray, IntArray, FloatArray]:
     """Candidates of the direction with merged hops (min) and graph axis (max)."""
     key = (origin, spec.direction, spec.prior, spec.alpha if spec.prior == "influence" else 0.0)
-    cached = memo.merged.get(key)
+    cached = memo.merged.recent(key)
     if cached is not None:
         return cached
     relations = _RELATIONS[spec.direction]
@@ -270,7 +270,7 @@ def _columns(
 ) -> _Columns:
     """The view's columns of the candidates :func:`_merged` gave (memoised with them)."""
     key = (origin, spec.direction, spec.prior, spec.alpha if spec.prior == "influence" else 0.0)
-    cached = memo.columns.get(key)
+    cached = memo.columns.recent(key)
     if cached is None:
         cached = _Columns(
             index.settled(nodes),
