@@ -175,3 +175,72 @@ def test_both_engines_run_the_pass_to_the_same_floats_on_random_runs(seed):
         off = query_vectorised(snap, origin, dataclasses.replace(spec, feedback=0.0), query)
         changed.append([m.semantic for m in off] != [m.semantic for m in fast])
     assert any(changed)  # the pass did something (not when the first body holds nothing new)
+
+
+def _tool_call(strategy: Topological, presets):
+    from types import SimpleNamespace
+
+    from langgraph.prebuilt import ToolRuntime
+
+    from cortex_agents.tools import make_memory_query_tool
+
+    handle = MemoryHandle(_snapshot(), "reviewer", presets=presets, strategy=strategy)
+    tool = make_memory_query_tool(presets)
+    runtime = ToolRuntime(
+        state={},
+        context=SimpleNamespace(memory=handle),
+        config={},
+        stream_writer=lambda _: None,
+        tool_call_id="c",
+        store=None,
+    )
+    args = {"query_text": QUESTION, "runtime": runtime}
+    return tool.invoke({"type": "tool_call", "name": tool.name, "id": "c", "args": args})
+
+
+def test_the_model_s_tool_calls_run_the_stage_s_second_pass_and_record_it():
+    presets = BUILTIN_PRESETS.with_presets(
+        dataclasses.replace(BUILTIN_PRESETS["reviewer"], scorer="bm25"), replace_existing=True
+    )
+    opted = _tool_call(Topological(preset="reviewer", second_pass="feedback"), presets)
+    plain = _tool_call(Topological(preset="reviewer"), presets)
+    assert opted.artifact["query"]["second_pass"] == "feedback"
+    assert "second_pass" not in plain.artifact["query"]  # older artifacts keep their keys
+    top = [[m["node_id"] for m in a.artifact["matches"]][:3] for a in (opted, plain)]
+    assert "markka" in top[0] and "markka" not in top[1]
+
+
+def test_a_wire_file_declares_the_second_pass(tmp_path):
+    from cortex_agents.errors import InvalidWire
+    from cortex_agents.runtime.wire_file import load_wire
+
+    (tmp_path / "kinds.py").write_text("def run(ctx):\n    return {'finding': 'x'}\n")
+    wire = """
+name = "fb"
+[kinds]
+analyst = "kinds.py:run"
+reviewer = "kinds.py:run"
+[presets.deep]
+feedback = 1.5
+feedback_depth = 2
+[[stages]]
+id = "analyst-a"
+kind = "analyst"
+[[stages]]
+id = "reviewer"
+kind = "reviewer"
+after = ["analyst-a"]
+memory = {{ strategy = "topological", preset = "reviewer", second_pass = {value} }}
+"""
+    path = tmp_path / "wire.toml"
+    path.write_text(wire.format(value='"feedback"'))
+    loaded = load_wire(path)
+    assert loaded.stage("reviewer").memory == Topological(preset="reviewer", second_pass="feedback")
+    assert (loaded.presets.spec("deep").feedback, loaded.presets.spec("deep").feedback_depth) == (
+        1.5,
+        2,
+    )
+    path.write_text(wire.format(value='"rerank"'))
+    with pytest.raises(InvalidWire) as caught:
+        load_wire(path)
+    assert [p.location for p in caught.value.problems] == ["stages[1].memory.second_pass"]
