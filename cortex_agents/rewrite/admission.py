@@ -193,7 +193,7 @@ def _check_global_dag(state: GraphState, diff: RewriteDiff) -> None:
     """Belt and braces: no old successor may reach an old source of the new edges."""
     sources = {s for s, _ in diff.edges_added if s in state.nodes}
     targets = {t for _, t in diff.edges_added if t in state.nodes}
-    for target in targets:
+    for target in sorted(targets):  # id order: the rejection names the same node in every process
         if target in sources or sources & _descendants(state, target):
             raise Rejection(
                 "cycle_introduced", "topology.dag", f"reattaching to {target!r} closes a cycle"

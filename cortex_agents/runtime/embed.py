@@ -37,7 +37,6 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from langchain_core.runnables import RunnableConfig
-from pydantic_core import to_jsonable_python
 
 from cortex_agents.errors import InvalidArgument, InvalidEvent
 from cortex_agents.memory.presets import BUILTIN_PRESETS, PresetRegistry
@@ -193,7 +192,7 @@ def stage_node(
             StageCompleted(
                 node_id=ctx.stage_id,
                 at=clock(),
-                output=to_json_output(to_jsonable_python(recorded, fallback=str)),
+                output=to_json_output(recorded, fallback=str),
             ),
         ]
         events = checked(events, ctx, before)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import inspect
+import json
 import os
 import traceback
 from collections.abc import Callable
@@ -55,19 +56,70 @@ MAX_ERROR_CHARS: Final = 4096
 __all__ = ["MAX_ERROR_CHARS", "bind_context", "describe_error", "execute_stage", "to_json_output"]
 
 
-def to_json_output(output: Any) -> Any:
+def _holds_set(value: Any) -> bool:
+    """Whether a set or frozenset sits in ``value``'s dicts, lists and tuples (iterative)."""
+    stack, seen = [value], set()
+    while stack:
+        item = stack.pop()
+        if isinstance(item, set | frozenset):
+            return True
+        if isinstance(item, dict | list | tuple) and id(item) not in seen:
+            seen.add(id(item))  # (a cyclic value is left to pydantic, which refuses it)
+            stack.extend(item.values() if isinstance(item, dict) else item)
+    return False
+
+
+def _order_key(item: Any, fallback: Callable[[Any], Any] | None) -> tuple[int, Any]:
+    """Numbers by value, then strings by code point, then anything else by its JSON text."""
+    if isinstance(item, int | float):
+        return (0, item)
+    if isinstance(item, str):
+        return (1, item)
+    try:
+        text = json.dumps(to_jsonable_python(item, fallback=fallback), sort_keys=True)
+        return (2, text)
+    except (PydanticSerializationError, TypeError, ValueError, RecursionError):
+        return (3, "")  # not JSON: the conversion that follows refuses it
+
+
+def _sets_sorted(value: Any, fallback: Callable[[Any], Any] | None) -> Any:
+    """``value`` with each set in its dicts, lists and tuples as a sorted list (see
+    :func:`_order_key`): a set iterates in an order that differs between processes (string
+    hashes are salted per process), and the output's JSON must not."""
+    if isinstance(value, set | frozenset):
+        items = [_sets_sorted(item, fallback) for item in value]
+        return sorted(items, key=lambda item: _order_key(item, fallback))
+    if isinstance(value, dict):
+        return {key: _sets_sorted(item, fallback) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_sets_sorted(item, fallback) for item in value]
+    return value
+
+
+def to_json_output(output: Any, *, fallback: Callable[[Any], Any] | None = None) -> Any:
     """The JSON value of a stage's output (pydantic models and dataclasses are dumped).
 
     The value is new: later changes to ``output`` do not reach it. Every
     backend must be able to store it, so integers must fit in 64 bits,
     floats must be finite, strings must be valid Unicode (no lone surrogates)
     and it nests at most :data:`~cortex_agents.substrate.events.MAX_DEPTH` levels.
+    A set (or frozenset) in the output's dicts, lists and tuples becomes a
+    sorted list — numbers, then strings in code-point order, then other values
+    by their JSON text — so the same output gives the same JSON in every
+    process; a set inside a pydantic model or a dataclass keeps pydantic's
+    iteration order (declare such a field as a list to fix its order).
+
+    Args:
+        output: What the stage returned.
+        fallback: Converts a value pydantic cannot (default: none, such a value is refused).
 
     Raises:
         InvalidOutput: (a ``TypeError``) the output cannot be represented as storable JSON.
     """
     try:
-        value = to_jsonable_python(output)
+        if _holds_set(output):
+            output = _sets_sorted(output, fallback)
+        value = to_jsonable_python(output, fallback=fallback)
     except (PydanticSerializationError, TypeError, ValueError, RecursionError) as exc:
         raise InvalidOutput(str(exc)) from None
     try:
