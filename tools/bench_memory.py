@@ -40,7 +40,9 @@ per call (target p95 <= 50 ms), and ``tool_first_call_ms``; and
 ``tool_text_p50_ms`` / ``tool_text_p95_ms``: the same call with a
 ``query_text`` (a new one each call, as a model asks), so the shipped default
 scorer runs — its body vectors and BM25 postings built by the first call,
-cached after (target p95 <= 50 ms).
+cached after (target p95 <= 50 ms). ``--second-pass feedback`` runs both with
+the stage opting into the feedback pass (``Topological(second_pass="feedback")``;
+only the calls with a ``query_text`` run it).
 
 Our snapshots here are made by hand, so each builds its index once (reported
 as ``index_build_ms``); a run's stages read prefix views of the index their
@@ -345,7 +347,7 @@ def run_scorer(n: int, seed: int, name: str, queries: int) -> dict[str, Any]:
     return report
 
 
-def run_tool(n: int, seed: int, calls: int) -> dict[str, Any]:
+def run_tool(n: int, seed: int, calls: int, second_pass: str | None = None) -> dict[str, Any]:
     """Time the LangChain tool's ``invoke`` with default arguments, from the last reviewer.
 
     As a model's call without arguments reaches it in a stage: a fresh memory
@@ -363,7 +365,8 @@ def run_tool(n: int, seed: int, calls: int) -> dict[str, Any]:
 
     class Stage:  # what a stage context gives the tool: its handle, id and clock
         def __init__(self) -> None:
-            self.memory = MemoryHandle(snapshot, origin, strategy=Topological())
+            strategy = Topological(second_pass=second_pass)  # type: ignore[arg-type]
+            self.memory = MemoryHandle(snapshot, origin, strategy=strategy)
             self.stage_id = origin
             self.clock = lambda: snapshot.captured_at
 
@@ -416,6 +419,7 @@ def run_tool(n: int, seed: int, calls: int) -> dict[str, Any]:
         "tool_target_p95_ms": TOOL_TARGET_P95_MS,
         "tool_target_met": p95(samples) <= TOOL_TARGET_P95_MS,
         "tool_scorer": BUILTIN_PRESETS.resolve("default").scorer,
+        "tool_second_pass": second_pass,
         "tool_text_first_call_ms": round(text_first_call_ms, 1),
         "tool_text_p50_ms": round(p50(texts), 3),
         "tool_text_p95_ms": round(p95(texts), 3),
@@ -443,6 +447,11 @@ def main(argv: list[str] | None = None) -> int:
         "--tool", action="store_true", help="also time cortex_memory_query's invoke (no arguments)"
     )
     parser.add_argument("--tool-calls", type=int, default=60, help="calls timed with --tool")
+    parser.add_argument(
+        "--second-pass",
+        choices=["feedback"],
+        help="--tool with the stage opting into this second pass (Topological(second_pass=...))",
+    )
     args = parser.parse_args(argv)
     if args.nodes < 200:
         parser.error("--nodes must be at least 200")
@@ -450,7 +459,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.scorer:
         report["scorer_bench"] = run_scorer(args.nodes, args.seed, args.scorer, args.queries)
     if args.tool:
-        report.update(run_tool(args.nodes, args.seed, args.tool_calls))
+        report.update(run_tool(args.nodes, args.seed, args.tool_calls, args.second_pass))
     if args.json:
         print(json.dumps(report))
     else:

@@ -52,7 +52,14 @@ def memory_label(wire: Wire, node_id: str, kind: str, *, lines: bool = False) ->
     if not isinstance(strategy, Topological):
         return "classic"
     parts = [f"preset {strategy.preset}"]
-    for name in ("upstream_of_kind", "past_boundary", "routing_key", "scorer", "projection"):
+    for name in (
+        "upstream_of_kind",
+        "past_boundary",
+        "routing_key",
+        "scorer",
+        "projection",
+        "second_pass",
+    ):
         if (value := getattr(strategy, name)) is not None:
             parts.append(f"{name}={value}")
     if lines:

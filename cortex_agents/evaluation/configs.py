@@ -17,6 +17,9 @@ a single axis, its scorer — plus the seed's defaults
 the previous release's reviewer (``previous-reviewer``: wordllama, hop decay,
 0.25/0.25/1, recency from the snapshot's time, no edge support) and the
 reviewer stage's own recall (``stage-recall``, what its prompt carries).
+``feedback`` is ``shipped-reviewer`` with the stage opting into the second
+retrieval pass (``Topological(second_pass="feedback")``,
+:mod:`cortex_agents.memory.feedback`): the same tool call, the same budget.
 ``semantic:NAME`` ranks by one scorer alone — ``semantic:bm25`` is BM25
 alone, ``semantic:wordllama`` and ``semantic:minilm`` dense cosine alone —
 with the shipped filters and nothing else. Each returns node ids in rank order.
@@ -145,6 +148,16 @@ def build_configs(scorers: tuple[str, ...] | None = None) -> list[Config]:
             "shipped-reviewer",
             f"reviewer stage's tool call with only query_text (preset {preset_name!r})",
             _tool_ranker(strategy, presets),
+        ),
+        Config(
+            "feedback",
+            "shipped-reviewer with the opt-in second pass: Topological(second_pass='feedback')",
+            _tool_ranker(
+                dataclasses.replace(strategy, second_pass="feedback")
+                if isinstance(strategy, Topological)
+                else Topological(second_pass="feedback"),
+                presets,
+            ),
         ),
         Config(
             "stage-recall",

@@ -116,8 +116,8 @@ class InMemoryEmbeddingCache:
     *new* index in the same process — a snapshot made by hand, a branch whose
     index was evicted — embedding bodies again; a restarted worker starts
     with an empty one anyway. So the default keeps only the most recent
-    4,096 (about 5 MB at 256 dimensions): a larger default would hold a
-    second copy of a long run's vectors for nothing. A run that must never
+    :data:`DEFAULT_CACHE_ENTRIES` (16,384: one 10,000-node snapshot's bodies),
+    not a second copy of a long run's vectors. A run that must never
     embed a body twice, across processes too, gives its scorer a
     store-backed cache (:class:`cortex_agents.embeddings.StoreEmbeddingCache`).
 

@@ -21,6 +21,8 @@ hand), but:
   is a maximum over the live edges among the candidates; evidence named by the
   query or by the best candidate (``named_evidence``, ``bridge``) is one pass
   over the interned evidence names the index keeps (:mod:`cortex_agents.memory.entities`);
+  the feedback pass (``feedback``) is one more BM25 pass, with a query made of
+  the first candidates' bodies (:mod:`cortex_agents.memory.feedback`);
 * the limit selects the top ``k`` by partition and sorts only those (plus
   every tie at the cut), which returns exactly the first ``k`` of the full
   sort; node ids compare through order-preserving labels.
@@ -45,6 +47,7 @@ import numpy.typing as npt
 from cortex_agents.errors import UnknownNode
 from cortex_agents.memory.embedding import VectorScorer
 from cortex_agents.memory.entities import names_in
+from cortex_agents.memory.feedback import FEEDBACK_SCORER, feedback_text
 from cortex_agents.memory.lexical import BM25
 from cortex_agents.memory.match import Match, Ranking
 from cortex_agents.memory.radix import stable_order, then_by
@@ -359,6 +362,31 @@ def _supported(
     return supported
 
 
+def _feedback(
+    index: IndexView,
+    query: Query,
+    spec: WalkSpec,
+    nodes: IntArray,
+    hops: IntArray,
+    ranks: IntArray,
+    score: FloatArray,
+    semantic: FloatArray,
+) -> FloatArray:
+    """The semantic axis after the feedback pass (:mod:`cortex_agents.memory.feedback`)."""
+    depth = min(spec.feedback_depth, len(nodes))
+    cut = -np.partition(-score, depth - 1)[depth - 1]
+    near = np.flatnonzero(score >= cut)  # the first `depth`, and every tie at the cut
+    first = near[np.lexsort((ranks[near], hops[near], -score[near]))][:depth]
+    fields = index.fields(query.extractor)
+    assert query.text is not None  # (the caller checked)
+    text = feedback_text(query.text, [fields.body(int(nodes[i])) for i in first.tolist()])
+    if not text:
+        return semantic
+    axis = np.clip(fields.bm25(FEEDBACK_SCORER, text, nodes), 0.0, 1.0)
+    raised: FloatArray = np.minimum(semantic + spec.feedback * axis, 1.0)
+    return raised
+
+
 def _output(raw: Any, projected: Any) -> Any:
     """What a match carries: the projected slice under a typed projection, else the raw output."""
     return raw if projected is None else projected
@@ -467,6 +495,9 @@ def rank_vectorised(
         hit = bridged.named(nodes, names_in(bridged.body(int(nodes[top]))))
         hit[top] = 0.0
         semantic = np.where(hit > 0, np.minimum(semantic + spec.bridge, 1.0), semantic)
+        score = (w.graph * graph + w.temporal * temporal + w.semantic * semantic) / w.total
+    if query.text and spec.feedback > 0 and len(nodes):
+        semantic = _feedback(index, query, spec, nodes, hops, ranks, score, semantic)
         score = (w.graph * graph + w.temporal * temporal + w.semantic * semantic) / w.total
     chosen = np.arange(len(nodes))
     if spec.distinct_bodies:  # repeats go after every first occurrence: the whole order

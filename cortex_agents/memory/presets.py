@@ -41,6 +41,8 @@ __all__ = [
     "DEFAULT_LIMIT",
     "BRIDGE",
     "EVIDENCE_ONLY",
+    "FEEDBACK",
+    "FEEDBACK_DEPTH",
     "NAMED_EVIDENCE",
     "SUPPORT",
     "Preset",
@@ -263,6 +265,13 @@ names: the first hop of a multi-hop question)."""
 BRIDGE: Final = 0.15
 """Semantic axis a candidate gains when the best-ranked candidate's body names its evidence
 (the bridge entity of a multi-hop question)."""
+
+FEEDBACK: Final = 2.0
+"""Semantic axis gain of the opt-in feedback pass (``Topological(second_pass="feedback")``,
+:mod:`cortex_agents.memory.feedback`), chosen on the harness's dev split; no built-in preset
+turns it on (it would change every recorded tool result)."""
+FEEDBACK_DEPTH: Final = 1
+"""How many of the first pass's candidates the opt-in feedback pass reads."""
 
 # Chosen with tools/eval_retrieval.py on the dev split of every family (synthetic and
 # multi-hop), reported on the held-out split (README, "Retrieval quality"): the semantic axis

@@ -15,8 +15,11 @@ Steps (DESIGN §4):
    chosen time reference;
 6. sort by ``(score desc, hops asc, node_id asc)``, total and deterministic;
    with ``bridge``, raise the candidates whose evidence the first one's body
-   names, and sort again; with ``distinct_bodies``, move each repeated body
-   after every first occurrence;
+   names, and sort again; with ``feedback``, score every body against the
+   first ``feedback_depth`` bodies' feedback query (BM25 over the candidates,
+   :mod:`cortex_agents.memory.feedback`), raise each axis by ``feedback``
+   times that, and sort again; with ``distinct_bodies``, move each repeated
+   body after every first occurrence;
 7. apply the limit after the sort. Never stop early: the score is not
    monotone along edges, so best-first with stop-at-k is unsound (seed 001, F2).
 """
@@ -29,6 +32,7 @@ from collections.abc import Callable, Sequence
 from cortex_agents.errors import UnknownNode
 from cortex_agents.memory.entities import named, names_in
 from cortex_agents.memory.extract import ExtractedFields
+from cortex_agents.memory.feedback import FEEDBACK_SCORER, feedback_text
 from cortex_agents.memory.influence import canonical_order, dag_random_walk_influence
 from cortex_agents.memory.lexical import BM25, CorpusStats, lexical_tokens
 from cortex_agents.memory.match import Match
@@ -196,6 +200,21 @@ def query_reference(
             for m in matches
         ]
         matches.sort(key=lambda m: (-m.score, m.hops, m.node_id))
+    if query.text and spec.feedback > 0 and matches:
+        leading = [m.body_text for m in matches[: spec.feedback_depth]]
+        text = feedback_text(query.text, leading)
+        if text:
+            texts = [m.body_text for m in matches]
+            axes = semantic_axes(FEEDBACK_SCORER, text, texts, lambda: texts)
+            matches = [
+                dataclasses.replace(
+                    m,
+                    semantic=(axis := min(m.semantic + spec.feedback * gain, 1.0)),
+                    score=composite_score(spec.weights, m.graph, m.temporal, axis),
+                )
+                for m, gain in zip(matches, axes, strict=True)
+            ]
+            matches.sort(key=lambda m: (-m.score, m.hops, m.node_id))
     if spec.distinct_bodies:
         bodies_seen: set[str] = set()
         first: list[Match] = []

@@ -127,6 +127,15 @@ class WalkSpec:
             best-ranked candidate's body names gains this much semantic axis
             (capped at 1), and the candidates are ranked again — the bridge
             entity of a multi-hop question. 0 turns it off.
+        feedback: A finite number >= 0: a second retrieval pass that reads what the first
+            found (:mod:`cortex_agents.memory.feedback`): after ``bridge``, the
+            salient words of the first ``feedback_depth`` candidates' bodies
+            score every candidate's body, and its semantic axis gains
+            ``feedback`` times that pass's axis (capped at 1; the pass's BM25
+            axis is rarely above 0.5, so a gain above 1 is useful); the
+            candidates are ranked again. 0 (every built-in preset's) turns it off.
+        feedback_depth: How many of the first pass's candidates the second
+            pass reads (an integer >= 1).
         distinct_bodies: Rank each body text once: a candidate whose
             (non-empty) body equals a better-ranked candidate's goes after
             every candidate whose body is new, the repeats keeping their
@@ -147,6 +156,8 @@ class WalkSpec:
     support: float = 0.0
     named_evidence: float = 0.0
     bridge: float = 0.0
+    feedback: float = 0.0
+    feedback_depth: int = 1
     distinct_bodies: bool = False
 
     def __post_init__(self) -> None:
@@ -170,6 +181,10 @@ class WalkSpec:
         _check_choice("time_reference", self.time_reference, TIME_REFERENCES)
         if not isinstance(self.distinct_bodies, bool):
             raise InvalidArgument("distinct_bodies", "must be true or false", self.distinct_bodies)
+        _check_int("feedback_depth", self.feedback_depth, 1)
+        if _check_number("feedback", self.feedback) < 0:
+            raise InvalidArgument("feedback", "must be >= 0", self.feedback)
+        object.__setattr__(self, "feedback", float(self.feedback))
         for name in ("support", "named_evidence", "bridge"):
             value = _check_number(name, getattr(self, name))
             if not 0.0 <= value <= 1.0:

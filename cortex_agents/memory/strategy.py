@@ -7,19 +7,32 @@
   routing key and limit, and the structural arguments that generalise seed
   001's ``retrieveAncestorAnalystBranches``: ``past_boundary="merge"`` walks
   past the nearest merge node, ``upstream_of_kind="analyst"`` keeps analysts.
+  ``second_pass="feedback"`` opts every query of the stage into a second
+  retrieval pass that reads what the first found
+  (:mod:`cortex_agents.memory.feedback`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal, get_args
 
 from cortex_agents.errors import InvalidArgument
-from cortex_agents.memory.presets import BUILTIN_PRESETS, PresetRegistry
+from cortex_agents.memory.presets import BUILTIN_PRESETS, FEEDBACK, FEEDBACK_DEPTH, PresetRegistry
 from cortex_agents.memory.spec import Query, WalkSpec
 
-__all__ = ["Classic", "MemoryStrategy", "Topological", "declared_preset"]
+__all__ = [
+    "SECOND_PASSES",
+    "Classic",
+    "MemoryStrategy",
+    "SecondPass",
+    "Topological",
+    "declared_preset",
+]
+
+SecondPass = Literal["feedback"]
+SECOND_PASSES: Final[tuple[str, ...]] = get_args(SecondPass)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +56,11 @@ class Topological:
             the stage (its own recall and its model's tool calls).
         projection: A typed projection's name (seed 001, F7): every query of
             the stage reads that slice of each output, and matches carry it.
+        second_pass: ``"feedback"``: every query of the stage (its own recall
+            and its model's tool calls) also runs the feedback pass
+            (``WalkSpec.feedback`` :data:`~cortex_agents.memory.presets.FEEDBACK`,
+            ``feedback_depth`` :data:`~cortex_agents.memory.presets.FEEDBACK_DEPTH`)
+            on top of its preset; ``None`` (the default) leaves the preset as it is.
     """
 
     preset: str = "default"
@@ -52,6 +70,7 @@ class Topological:
     upstream_of_kind: str | None = None
     scorer: str | None = None
     projection: str | None = None
+    second_pass: SecondPass | None = None
     name: Literal["topological"] = "topological"
 
     def __post_init__(self) -> None:
@@ -70,6 +89,18 @@ class Topological:
             isinstance(self.limit, bool) or not isinstance(self.limit, int) or self.limit < 1
         ):
             raise InvalidArgument("limit", "must be an integer >= 1", self.limit)
+        if self.second_pass is not None and self.second_pass not in SECOND_PASSES:
+            raise InvalidArgument(
+                "second_pass",
+                f"must be one of {', '.join(map(repr, SECOND_PASSES))} or None",
+                self.second_pass,
+            )
+
+    def passes(self, spec: WalkSpec) -> WalkSpec:
+        """``spec`` with the stage's declared second pass switched on (unchanged without one)."""
+        if self.second_pass == "feedback":
+            return dataclasses.replace(spec, feedback=FEEDBACK, feedback_depth=FEEDBACK_DEPTH)
+        return spec
 
     def resolve(
         self, presets: PresetRegistry = BUILTIN_PRESETS, *, text: str | None = None
@@ -86,7 +117,7 @@ class Topological:
             overrides["limit"] = self.limit
         if self.past_boundary is not None:
             overrides["past_boundary"] = self.past_boundary
-        spec = presets.spec(self.preset)
+        spec = self.passes(presets.spec(self.preset))
         spec = dataclasses.replace(spec, **overrides) if overrides else spec
         kinds = frozenset({self.upstream_of_kind}) if self.upstream_of_kind else None
         query = presets.query(

@@ -90,6 +90,7 @@ class _Memory(_Strict):
     upstream_of_kind: str | None = None
     scorer: str | None = None
     projection: str | None = None
+    second_pass: Literal["feedback"] | None = None
 
 
 class _Rewrite(_Strict):
@@ -137,6 +138,8 @@ class _Preset(_Strict):
     support: float = 0.0
     named_evidence: float = 0.0
     bridge: float = 0.0
+    feedback: float = 0.0
+    feedback_depth: Annotated[int, Field(ge=1)] = 1
     distinct_bodies: bool = False
     description: str = ""
     scorer: str = DEFAULT_SCORER
@@ -246,6 +249,8 @@ def _from_data(data: Any, base: Path) -> Wire:
                 support=p.support,
                 named_evidence=p.named_evidence,
                 bridge=p.bridge,
+                feedback=p.feedback,
+                feedback_depth=p.feedback_depth,
                 distinct_bodies=p.distinct_bodies,
             )
             preset = Preset(
@@ -293,6 +298,7 @@ def _from_data(data: Any, base: Path) -> Wire:
                     upstream_of_kind=stage.memory.upstream_of_kind,
                     scorer=stage.memory.scorer,
                     projection=stage.memory.projection,
+                    second_pass=stage.memory.second_pass,
                 )
             )
         except InvalidArgument as exc:

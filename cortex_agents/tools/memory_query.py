@@ -278,7 +278,9 @@ def run_memory_query(
     """
     handle = context.memory
     preset = args.preset or declared_preset(handle.strategy)
+    declared = handle.strategy if isinstance(handle.strategy, Topological) else None
     spec = handle.presets.spec(preset)
+    spec = declared.passes(spec) if declared else spec  # its second pass, when it opts in
     limit = min(args.limit or spec.limit or MAX_RESULTS, MAX_RESULTS)
     overrides = {
         "direction": args.direction,
@@ -289,7 +291,6 @@ def run_memory_query(
     spec = dataclasses.replace(spec, **{k: v for k, v in overrides.items() if v is not None})
     query = handle.query_for(preset, text=args.query_text, routing_key=args.routing_key)
     ranking = handle.rank(spec, query)
-    declared = handle.strategy if isinstance(handle.strategy, Topological) else None
     override = declared.scorer if declared else None
     projection = declared.projection if declared else None
     resolved = {
@@ -304,6 +305,8 @@ def run_memory_query(
         "projection": projection,
         "token_budget": budget,
     }
+    if declared and declared.second_pass is not None:  # only then: older artifacts unchanged
+        resolved["second_pass"] = declared.second_pass
     header = {"preset": preset, "direction": spec.direction, "scope": spec.scope}
     if projection is not None:
         header["projection"] = projection

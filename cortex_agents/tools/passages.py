@@ -12,7 +12,9 @@ that fits ``tokens`` and scores highest for the query:
   of ``ln(1 + (S - s + 0.5) / (s + 0.5))``, where ``S`` counts the sentences of
   every body shown together and ``s`` those holding the token: a word every
   match repeats weighs little, the distinctive one (a name, a year) much;
-* ties go to the earliest window; a body that fits whole, a query without
+* window scores are summed exactly rounded (``math.fsum``), so they do not
+  depend on the order a set of terms iterates in (which differs between
+  processes); ties go to the earliest window; a body that fits whole, a query without
   tokens, or a body no window of which scores shows from its start;
 * a window that starts after the body's start opens with ``…``, one that ends
   before its end closes with ``…``, and a passage longer than ``tokens`` (one
@@ -86,7 +88,9 @@ def best_passages(
             while end < len(parts) and (end == start or used + sizes[end] + 1 <= tokens):
                 used += sizes[end] + (1 if end > start else 0)
                 end += 1
-            score = sum(weight.get(t, 0.0) for t in set().union(*found[start:end]))
+            # fsum: correctly rounded, so the score does not depend on the set's iteration
+            # order (string hashes differ per process): equal term sets tie in every process.
+            score = math.fsum(weight.get(t, 0.0) for t in set().union(*found[start:end]))
             if score > best_score:  # strictly better: ties keep the earliest window
                 best, best_score = (start, end), score
         start, end = best if best_score > 0 else (0, len(parts))

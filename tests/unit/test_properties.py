@@ -53,7 +53,8 @@ IDS = [
     "x",
 ]
 KINDS = ["planner", "analyst", "merge", "reviewer"]
-WORDS = ["bias", "trial", "gain", "survey", "focus", "remote", "claim", "risk", "HD 23", "2011–12"]
+WORDS = ["bias", "trial", "gain", "survey", "focus", "remote", "claim", "risk", "HD 23", "2011–12",
+         "Finland", "Eurovision Contest. Remote"]  # fmt: skip
 KEYS = ["c1", "c2", "c3"]
 EVIDENCE = ["Bias (survey)", "trial gain", "HD 23", "x", "Remote Claim"]
 
@@ -134,6 +135,8 @@ def specs(draw):
         support=draw(st.sampled_from([0.0, 0.0, 0.6, 1.0])),
         named_evidence=draw(st.sampled_from([0.0, 0.0, 0.2, 1.0])),
         bridge=draw(st.sampled_from([0.0, 0.0, 0.15, 1.0])),
+        feedback=draw(st.sampled_from([0.0, 0.0, 0.5, 1.0])),
+        feedback_depth=draw(st.integers(1, 3)),
         distinct_bodies=draw(st.booleans()),
     )
 
@@ -159,7 +162,15 @@ def queries(draw):
         text=draw(
             st.none()
             | st.sampled_from(
-                ["bias", "trial gain", "remote claim risk", "", "zzz", "HD23 2011-2012"]
+                [
+                    "bias",
+                    "trial gain",
+                    "remote claim risk",
+                    "",
+                    "zzz",
+                    "HD23 2011-2012",
+                    "finland gain",
+                ]
             )
         ),
         routing_key=draw(st.none() | st.sampled_from([*KEYS, "analyst"])),
@@ -303,6 +314,11 @@ def test_engines_agree_on_larger_random_dags(seed, direction):
         weights=Weights(graph=0.25, temporal=0.25, semantic=1.0),
     )  # fmt: skip
     query = Query(text="2011-12 survey gain", scorer=Blend([(BM25(), 1.0), (_EMBEDDING, 2.0)]))
+    assert rows(query_vectorised(snap, origin, spec, query)) == rows(
+        query_reference(snap, origin, spec, query)
+    )
+    # and with the opt-in feedback pass on top (Topological(second_pass="feedback"))
+    spec = dataclasses.replace(spec, feedback=1.0, feedback_depth=rng.choice([1, 2]))
     assert rows(query_vectorised(snap, origin, spec, query)) == rows(
         query_reference(snap, origin, spec, query)
     )
