@@ -56,10 +56,10 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_left
-from itertools import compress, repeat
-from operator import attrgetter, is_not
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from itertools import compress, repeat
+from operator import attrgetter, is_not
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
