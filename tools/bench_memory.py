@@ -56,6 +56,7 @@ branch keeps incrementally instead (``tools/bench_live.py``).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import random
 import statistics
@@ -93,13 +94,14 @@ def workflow_dag(n: int, seed: int) -> tuple[MemorySnapshot, list[str]]:
     """A workflow DAG of about ``n`` nodes and the reviewers of its last rounds."""
     rng = random.Random(seed)
     vocabulary = [f"w{i}" for i in range(3000)]
-    zipf = [1.0 / (i + 1) for i in range(len(vocabulary))]
+    # cumulative once: `choices` would sum the weights on every call (the same draws either way)
+    zipf = list(itertools.accumulate(1.0 / (i + 1) for i in range(len(vocabulary))))
     nodes: list[NodeRecord] = []
     edges: list[tuple[str, str]] = []
 
     def add(kind: str, deps: list[str], key: str | None = None) -> str:
         node_id = f"{kind}-{len(nodes)}"
-        words = " ".join(rng.choices(vocabulary, zipf, k=rng.randint(8, 20)))
+        words = " ".join(rng.choices(vocabulary, cum_weights=zipf, k=rng.randint(8, 20)))
         value: dict[str, Any] = {"finding": words}
         if key is not None:
             value["claim_ref"] = key

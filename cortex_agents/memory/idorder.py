@@ -95,7 +95,7 @@ class IdOrder:
         count = start + len(node_ids)
         if not start:  # the first ids (an index built at once): their order is their sort
             order = sorted(range(count), key=node_ids.__getitem__)
-            self._sorted = [node_ids[i] for i in order]
+            self._sorted = list(map(node_ids.__getitem__, order))
             self._sorted_at = order
         else:
             merged = self._sorted + sorted(node_ids)

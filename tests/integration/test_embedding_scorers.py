@@ -106,6 +106,48 @@ def test_models_load_and_embed_with_the_network_refused():
     assert out.stdout.strip() == "ok"
 
 
+def test_wordllama_loads_its_model_only_when_a_text_is_embedded():
+    # a query without text (most tool calls) embeds nothing: the ~0.2 s model load is skipped,
+    # and the ranking is the one the loaded model gives
+    code = (
+        "import sys\n"
+        "from cortex_agents.memory import BUILTIN_PRESETS, MemoryHandle, Topological\n"
+        "from tests.integration.test_embedding_scorers import _claim_snapshot\n"
+        "snap = _claim_snapshot()\n"
+        "handle = MemoryHandle(snap, 'reviewer', strategy=Topological())\n"
+        "spec = BUILTIN_PRESETS.spec('default')\n"
+        "before = [(m.node_id, m.score) for m in handle.query(spec, handle.query_for('default'))]\n"
+        "assert 'wordllama' not in sys.modules, 'loaded without a text to embed'\n"
+        "with_text = handle.query(spec, handle.query_for('default', text='staff numbers'))\n"
+        "assert 'wordllama' in sys.modules and with_text[0].semantic > 0\n"
+        "again = MemoryHandle(snap, 'reviewer', strategy=Topological())\n"
+        "after = [(m.node_id, m.score) for m in again.query(spec, again.query_for('default'))]\n"
+        "assert before == after, (before, after)\n"
+        "import wordllama\n"
+        "scorer = BUILTIN_PRESETS.scorers.load('wordllama')\n"
+        "assert scorer.scorer_id == f'wordllama-l2_supercat-256-{wordllama.__version__}'\n"
+        "print('ok')\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=root
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "ok"
+
+
+def test_a_wordllama_model_that_fails_to_load_is_a_scorer_unavailable(monkeypatch):
+    from cortex_agents.embeddings import static
+
+    def broken(config, dim):
+        raise OSError("truncated safetensors header")
+
+    embedder = WordLlamaEmbedder()  # made without loading the model
+    monkeypatch.setattr(static, "_model", broken)
+    with pytest.raises(ScorerUnavailable, match=r"'wordllama'.*truncated.*pip install wordllama"):
+        embedder.embed_query("staff numbers")
+
+
 def test_a_corrupt_model_file_fails_wire_validation_naming_scorer_and_install(tmp_path):
     model = tmp_path / "model.onnx"
     model.write_bytes(b"not an onnx model")
