@@ -16,6 +16,7 @@ from cortex_agents.substrate import (
     ToolCallMade,
     event_to_dict,
 )
+from cortex_agents.substrate.events import storable_json
 from cortex_agents.substrate.packed import EventList, pack, unpack
 from tests.helpers import T0, at
 
@@ -135,3 +136,15 @@ def test_an_event_list_prefix_shares_the_packed_items():
     head = events.prefix(1)
     assert len(head) == 1 and head[0] == events[0]
     assert head._items[0] is events._items[0]  # copied, not packed again
+
+
+def test_stored_outputs_share_one_string_per_key():
+    made = [
+        {"".join(["find", "ing"]): i, "".join(["claim", "_ref"]): {"".join("ab"): i}}
+        for i in range(2)
+    ]
+    first, second = (storable_json(m, "output") for m in made)
+    assert first == made[0] and second == made[1]
+    for a, b in zip(first, second, strict=True):
+        assert a is b
+    assert next(iter(first["claim_ref"])) is next(iter(second["claim_ref"]))
