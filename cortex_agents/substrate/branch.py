@@ -4,7 +4,8 @@ A :class:`Branch` is the storage shared by every
 :class:`~cortex_agents.substrate.log.SubstrateLog` view of one log. It owns,
 under one lock and one bound each:
 
-* the events (append-only; a view sees a prefix);
+* the events (append-only; a view sees a prefix), a tool call's held packed
+  (:class:`~cortex_agents.substrate.packed.EventList`: read back equal, rebuilt);
 * the **chain hash** of every prefix: ``digest[i] = H(digest[i-1] ||
   canonical(event[i]))`` (BLAKE2b, 16 bytes; the empty log's is 16 zero
   bytes). Two logs with equal chain hashes hold the same events in the same
