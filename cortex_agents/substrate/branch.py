@@ -4,7 +4,8 @@ A :class:`Branch` is the storage shared by every
 :class:`~cortex_agents.substrate.log.SubstrateLog` view of one log. It owns,
 under one lock and one bound each:
 
-* the events (append-only; a view sees a prefix);
+* the events (append-only; a view sees a prefix), a tool call's held packed
+  (:class:`~cortex_agents.substrate.packed.EventList`: read back equal, rebuilt);
 * the **chain hash** of every prefix: ``digest[i] = H(digest[i-1] ||
   canonical(event[i]))`` (BLAKE2b, 16 bytes; the empty log's is 16 zero
   bytes). Two logs with equal chain hashes hold the same events in the same
@@ -43,6 +44,7 @@ from typing import Any, Final, Protocol, TypeVar
 from cortex_agents.errors import InvalidArgument
 from cortex_agents.substrate.events import Event, event_to_dict
 from cortex_agents.substrate.fold import fold
+from cortex_agents.substrate.packed import EventList
 from cortex_agents.substrate.state import EMPTY_STATE, GraphState
 
 __all__ = [
@@ -126,7 +128,7 @@ class Branch:
     )
 
     def __init__(self, events: Iterable[Event] = (), *, sealed: bool = False) -> None:
-        self.events: list[Event] = list(events)
+        self.events = EventList(events)
         self.lock = threading.RLock()
         self.sealed = sealed
         self._digests = bytearray()
@@ -154,7 +156,9 @@ class Branch:
         as of the shared prefix (the others start afresh).
         """
         with self.lock:
-            other = Branch([*self.events[:length], *events])
+            other = Branch()
+            other.events = self.events.prefix(length)  # packed events stay packed
+            other.events.extend(events)
             other._digests = self._digests[: DIGEST_SIZE * length]
             other._latest = self._latest[:length]
             base = max((k for k in self._states if k <= length), default=0)
@@ -232,7 +236,7 @@ class Branch:
             have = len(self._digests) // DIGEST_SIZE
             if have < length:
                 previous = bytes(self._digests[-DIGEST_SIZE:]) if have else EMPTY_DIGEST
-                for event in self.events[have:length]:
+                for event in self.events.range(have, length):
                     previous = chain_digest(previous, event)
                     self._digests += previous
             end = DIGEST_SIZE * length
@@ -246,7 +250,7 @@ class Branch:
             have = len(self._latest)
             if have < length:
                 newest = self._latest[-1] if have else None
-                for event in self.events[have:length]:
+                for event in self.events.range(have, length):
                     if newest is None or event.at > newest:
                         newest = event.at
                     self._latest.append(newest)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -511,7 +512,8 @@ def _plain(value: Any, field: str, longest: int | None = None) -> Any:
 
     Iterative, so its cost is bounded by the value's size and never by the
     interpreter's recursion limit. ``longest``: the most characters a string
-    or key may hold (``None``: any).
+    or key may hold (``None``: any). Keys are interned: outputs that repeat
+    their keys hold one string per key.
 
     Raises:
         InvalidArgument: the value holds something no backend can store.
@@ -558,6 +560,10 @@ def _plain(value: Any, field: str, longest: int | None = None) -> Any:
                         )
                     if longest is not None and len(key) > longest:
                         raise InvalidArgument(field, _too_long(key, longest), _brief(key))
+                    if type(key) is str:
+                        # one string per distinct key: a run's outputs repeat their keys, and a
+                        # converter (pydantic's) makes new key strings for every output
+                        key = sys.intern(key)
                     if (
                         type(child) is str
                         and child.isascii()

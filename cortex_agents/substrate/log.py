@@ -122,7 +122,10 @@ class SubstrateLog(Sequence[Event]):
     def __getitem__(self, index: slice) -> tuple[Event, ...]: ...
     def __getitem__(self, index: int | slice) -> Event | tuple[Event, ...]:
         if isinstance(index, slice):
-            return tuple(self._buffer.events[: self._length][index])
+            span = range(self._length)[index]
+            if span.step == 1:
+                return tuple(self._buffer.events.range(span.start, span.stop))
+            return tuple(self._buffer.events[i] for i in span)
         if index < 0:
             index += self._length
         if not 0 <= index < self._length:
@@ -130,9 +133,7 @@ class SubstrateLog(Sequence[Event]):
         return self._buffer.events[index]
 
     def __iter__(self) -> Iterator[Event]:
-        events = self._buffer.events
-        for i in range(self._length):
-            yield events[i]
+        return self._buffer.events.range(0, self._length)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, SubstrateLog):
