@@ -45,6 +45,7 @@ from cortex_agents.stages.llm import (
     build_chat_model,
 )
 from cortex_agents.stages.structured import STRUCTURED_OUTPUT
+from cortex_agents.stages.tool_turn_cap import TOOL_TURN_MAX_TOKENS, check_tool_turn_cap
 from cortex_agents.substrate import ToolCallMade
 from cortex_agents.testing import record, replay
 from cortex_agents.timestamps import format_timestamp, parse_timestamp
@@ -264,6 +265,15 @@ class RecordedModel:
         resend_invalid: How a call with unparsable arguments is sent back in
             later turns (``ToolPolicy.resend_invalid``): ``verbatim`` or
             ``wrapped`` (``llama-server`` refuses a history it cannot parse).
+        tool_turn_max_tokens: Output cap of a turn that forces a tool
+            (:mod:`cortex_agents.stages.tool_turn_cap`), sent in the
+            ``max_tokens_field``; ``None`` (the default): ``max_tokens`` on
+            every turn. A small model asked for one call writes a dozen until
+            the cap cuts the turn; this cap must still fit one whole call.
+
+    Raises:
+        InvalidArgument: ``tool_turn_max_tokens`` is neither ``None`` nor an
+            integer from 1 to ``max_tokens``.
     """
 
     base_url: str
@@ -275,6 +285,12 @@ class RecordedModel:
     frequency_penalty: float | None = None
     tool_force: Literal["named", "required"] = "named"
     resend_invalid: Literal["verbatim", "wrapped"] = "verbatim"
+    tool_turn_max_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        check_tool_turn_cap(
+            self.tool_turn_max_tokens, "tool_turn_max_tokens", max_tokens=self.max_tokens
+        )
 
     def chat_model(self, api_key: str = "sk-replay") -> Any:
         """The ``ChatOpenAI`` whose requests match the recording."""
@@ -313,10 +329,16 @@ def recorded_model(scenario: Scenario, folder: Path | None = None) -> RecordedMo
 
 
 def _settings(scenario: Scenario, settings: RecordedModel) -> RecordedModel:
-    """The settings a scenario's requests are made with: its own cap, if it sets one."""
+    """The settings a scenario's requests are made with: its own cap, if it sets one (on every
+    turn: a forced-turn cap above it is dropped)."""
     if scenario.max_tokens is None:
         return settings
-    return dataclasses.replace(settings, max_tokens=scenario.max_tokens)
+    cap = settings.tool_turn_max_tokens
+    return dataclasses.replace(
+        settings,
+        max_tokens=scenario.max_tokens,
+        tool_turn_max_tokens=cap if cap is not None and cap < scenario.max_tokens else None,
+    )
 
 
 def _runtime(scenario: Scenario, saver: CortexSaver, settings: RecordedModel, key: str) -> Runtime:
@@ -327,6 +349,7 @@ def _runtime(scenario: Scenario, saver: CortexSaver, settings: RecordedModel, ke
         STRUCTURED_OUTPUT: settings.structured_output,
         TOOL_FORCE: settings.tool_force,
         TOOL_RESEND_INVALID: settings.resend_invalid,
+        TOOL_TURN_MAX_TOKENS: settings.tool_turn_max_tokens,
     }
     return Runtime(wire, saver, clock=clock, services=services)
 

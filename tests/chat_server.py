@@ -27,13 +27,16 @@ def echo(body: dict[str, Any], hit: int) -> str:
 
 
 @contextmanager
-def serve_chat(answer: Callable[[dict[str, Any], int], str] = echo) -> Iterator[ChatServer]:
+def serve_chat(
+    answer: Callable[[dict[str, Any], int], str | dict[str, Any]] = echo,
+) -> Iterator[ChatServer]:
     """Serve ``/v1/chat/completions`` on 127.0.0.1 in a thread while the block runs.
 
     Args:
         answer: The assistant's text for a request body and the hit number
-            (from 1). Each reply's ``id`` is ``reply-<hit>``, so two recordings
-            of the same exchange differ on disk.
+            (from 1), or its whole message as a dict (e.g. with ``tool_calls``).
+            Each reply's ``id`` is ``reply-<hit>``, so two recordings of the
+            same exchange differ on disk.
     """
     state = ChatServer()
     lock = threading.Lock()
@@ -46,6 +49,13 @@ def serve_chat(answer: Callable[[dict[str, Any], int], str] = echo) -> Iterator[
                 hit = state.hits
                 state.headers.append({k.lower(): v for k, v in self.headers.items()})
                 state.bodies.append(body)
+            said = answer(body, hit)
+            message = (
+                {"role": "assistant", **said}
+                if isinstance(said, dict)
+                else {"role": "assistant", "content": said}
+            )
+            finish = "tool_calls" if message.get("tool_calls") else "stop"
             reply = {
                 "id": f"reply-{hit}",
                 "object": "chat.completion",
@@ -54,8 +64,8 @@ def serve_chat(answer: Callable[[dict[str, Any], int], str] = echo) -> Iterator[
                 "choices": [
                     {
                         "index": 0,
-                        "finish_reason": "stop",
-                        "message": {"role": "assistant", "content": answer(body, hit)},
+                        "finish_reason": finish,
+                        "message": message,
                     }
                 ],
                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},

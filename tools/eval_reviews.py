@@ -6,7 +6,8 @@
     python tools/eval_reviews.py --json                 # last line: {"cases": N, "split": ...,
                                                         #   "model": ..., "arms": {...}}
     python tools/eval_reviews.py --record --split heldout \\
-        --base-url http://127.0.0.1:8765/v1 --model qwen2.5-coder-1.5b   # record (resumes)
+        --base-url http://127.0.0.1:8765/v1 --model qwen2.5-coder-1.5b \\
+        --tool-turn-max-tokens 128       # record (resumes); the forced memory turn capped
 
 The cases (:mod:`cortex_agents.evaluation.reviews`) are claim reviews by three
 analysts, each with one planted flaw in one analyst's finding, plus clean
@@ -115,6 +116,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base-url", default=os.environ.get("OPENAI_BASE_URL", ""))
     parser.add_argument("--model", default=os.environ.get("CORTEX_MODEL", "qwen2.5-coder-1.5b"))
     parser.add_argument("--max-tokens", type=int, default=512)
+    parser.add_argument(
+        "--tool-turn-max-tokens",
+        type=int,
+        default=None,
+        help="with --record: output cap of the forced memory-query turn (default: --max-tokens); "
+        "128 fits every recorded call (DEVELOPERS.md)",
+    )
     parser.add_argument("--verbose", action="store_true", help="print each review's gaps")
     args = parser.parse_args(argv)
     cases = build_review_cases(args.split)
@@ -131,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
                 structured_output="json_object",
                 tool_force="required",
                 resend_invalid="wrapped",
+                tool_turn_max_tokens=args.tool_turn_max_tokens,
             )
             check = PromptCheck(args.base_url)
             table = record_split(

@@ -18,7 +18,9 @@ which llama.cpp's servers honour and which keeps every bound — item counts,
 string lengths — in the grammar; ``json_schema`` is OpenAI's strict form,
 which drops them).
 A tool the wire forces by name is forced as ``--tool-force`` says
-(``required`` with that tool alone: ``llama-server`` ignores a named choice).
+(``required`` with that tool alone: ``llama-server`` ignores a named choice);
+``--tool-turn-max-tokens`` caps such turns (a small model writes a dozen
+calls there, of which one runs). Both are stored in ``<scenario>.json``.
 After each scenario, every recorded request is rendered with the server's
 template (``tools/prompt_check.py``) and the recording is refused when a tool
 result is missing from the prompt the model read (``--no-prompt-check`` for a
@@ -45,6 +47,7 @@ import tempfile
 from pathlib import Path
 
 from cortex_agents.demo import FIXTURES, SCENARIOS, RecordedModel, record_scenario
+from cortex_agents.errors import InvalidArgument
 from cortex_agents.persistence import open_saver
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,6 +105,13 @@ def main(argv: list[str] | None = None) -> int:
         "(llama-server refuses a history whose call arguments it cannot parse: wrapped)",
     )
     parser.add_argument(
+        "--tool-turn-max-tokens",
+        type=int,
+        default=None,
+        help="output cap of a turn that forces a tool (default: --max-tokens on every turn); "
+        "must fit one whole call: tools/tool_turn_costs.py measures what one costs",
+    )
+    parser.add_argument(
         "--no-prompt-check",
         action="store_true",
         help="skip rendering each recorded request with the server's template "
@@ -133,17 +143,21 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     # stopped with SIGTERM (kill, timeout): unwind, so the staging folder is removed
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    settings = RecordedModel(
-        base_url=args.base_url,
-        model=args.model,
-        seed=args.seed,
-        max_tokens=args.max_tokens,
-        max_tokens_field=args.max_tokens_field,
-        structured_output=args.structured_output,
-        frequency_penalty=args.frequency_penalty or None,
-        tool_force=args.tool_force,
-        resend_invalid=args.resend_invalid,
-    )
+    try:
+        settings = RecordedModel(
+            base_url=args.base_url,
+            model=args.model,
+            seed=args.seed,
+            max_tokens=args.max_tokens,
+            max_tokens_field=args.max_tokens_field,
+            structured_output=args.structured_output,
+            frequency_penalty=args.frequency_penalty or None,
+            tool_force=args.tool_force,
+            resend_invalid=args.resend_invalid,
+            tool_turn_max_tokens=args.tool_turn_max_tokens,
+        )
+    except InvalidArgument as error:
+        parser.error(f"--tool-turn-max-tokens: {error}")
     check = None if args.no_prompt_check else server_renderer(args.base_url)
     missed = []
     for name in args.scenario or sorted(RECORDABLE):

@@ -58,6 +58,7 @@ from cortex_agents.stages import KINDS
 from cortex_agents.stages.llm import CHAT_MODEL, TOOL_FORCE, TOOL_RESEND_INVALID
 from cortex_agents.stages.outputs import Analysis, Branch, ClaimFinding, Merged, Plan
 from cortex_agents.stages.structured import STRUCTURED_OUTPUT
+from cortex_agents.stages.tool_turn_cap import TOOL_TURN_MAX_TOKENS
 from cortex_agents.timestamps import parse_timestamp
 
 __all__ = [
@@ -234,6 +235,8 @@ def run_case(
         STRUCTURED_OUTPUT: settings.structured_output,
         TOOL_FORCE: settings.tool_force,
         TOOL_RESEND_INVALID: settings.resend_invalid,
+        # the forced memory turn capped (when set): one call, not a dozen refused unread
+        TOOL_TURN_MAX_TOKENS: settings.tool_turn_max_tokens,
         "prompts_dir": bundled_path("prompts", "eval_reviews"),
     }
     clock = LogicalClock(parse_timestamp(CLOCK_START, "clock_start"))

@@ -319,7 +319,8 @@ def record_split(
     meta_path = _meta_path(folder, split)
     if meta_path.is_file() and not rerecord:
         recorded = json.loads(meta_path.read_text(encoding="utf-8"))["model"]
-        if recorded != asdict(settings):
+        # as settings, so a field added since (at its default) still matches
+        if RecordedModel(**recorded) != settings:
             raise InvalidArgument(
                 "settings",
                 f"differ from the recording's {recorded}; pass --rerecord",

@@ -37,6 +37,11 @@ from cortex_agents.stages.prompts import (
     render,
 )
 from cortex_agents.stages.structured import AnswerFormat, AnsweringModel, structured_form
+from cortex_agents.stages.tool_turn_cap import (
+    TOOL_TURN_MAX_TOKENS,
+    ForcedTurnCap,
+    check_tool_turn_cap,
+)
 from cortex_agents.tools.delimit import data_json, escape_text
 from cortex_agents.tools.loop import ToolLoopResult, ToolPolicy, run_tool_loop
 from cortex_agents.tools.memory_query import (
@@ -53,6 +58,7 @@ __all__ = [
     "MODEL_ADVICE",
     "TOOL_FORCE",
     "TOOL_RESEND_INVALID",
+    "TOOL_TURN_MAX_TOKENS",
     "ModelUnavailable",
     "build_chat_model",
     "chat_model_from_env",
@@ -260,6 +266,15 @@ def converse(
     ``policy`` overrides the tool policy of the stage's config (a stage may
     decide at run time, e.g. to offer no tool at all); ``propose=False``
     leaves ``propose_rewrite`` out (see :func:`stage_tools`).
+
+    A turn that forces a tool is capped at the runtime's
+    :data:`~cortex_agents.stages.tool_turn_cap.TOOL_TURN_MAX_TOKENS` service
+    when it is set (:class:`~cortex_agents.stages.tool_turn_cap.ForcedTurnCap`).
+
+    Raises:
+        InvalidArgument: the ``tool_turn_max_tokens`` service is not ``None`` or an
+            integer >= 1 (and the stage's tool policy or memory settings are invalid,
+            see :func:`stage_tools`).
     """
     policy = policy or tool_policy(ctx)
     tools = stage_tools(ctx, policy, propose=propose)
@@ -282,9 +297,13 @@ def converse(
     model = _model(ctx)
     form = structured_form(ctx.config, ctx.extras, model) if answer is not None else "off"
     response_format = answer.response_format(form) if answer is not None else None
-    answering = AnsweringModel(model, response_format) if response_format else None
+    cap = check_tool_turn_cap(
+        ctx.extras.get(TOOL_TURN_MAX_TOKENS), f"services.{TOOL_TURN_MAX_TOKENS}"
+    )
+    driven: Any = model if cap is None else ForcedTurnCap(model, cap)
+    answering = AnsweringModel(driven, response_format) if response_format else None
     result = run_tool_loop(
-        answering or model,
+        answering or driven,
         messages,
         tools=tools,
         context=ctx,
