@@ -58,3 +58,22 @@ FANOUT_EDGES = [
     ("analyst-c", "reviewer"),
 ]
 FANOUT_NODES = ["planner", "analyst-a", "analyst-b", "analyst-c", "reviewer"]
+
+
+def call_memory_tool(tool: Any, handle: Any, args: Mapping[str, Any]) -> Any:
+    """``tool`` (``cortex_memory_query``) invoked as a model's call ``"c"`` reaches it, over ``handle``."""
+    from types import SimpleNamespace
+
+    from langgraph.prebuilt import ToolRuntime
+
+    runtime = ToolRuntime(
+        state={},
+        context=SimpleNamespace(memory=handle),
+        config={},
+        stream_writer=lambda _: None,
+        tool_call_id="c",
+        store=None,
+    )
+    return tool.invoke(
+        {"type": "tool_call", "name": tool.name, "id": "c", "args": {**args, "runtime": runtime}}
+    )

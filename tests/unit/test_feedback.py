@@ -27,7 +27,7 @@ from cortex_agents.memory.feedback import FEEDBACK_SCORER, feedback_text
 from cortex_agents.memory.presets import BUILTIN_PRESETS, FEEDBACK, FEEDBACK_DEPTH
 from cortex_agents.memory.reference import semantic_axes
 from tests.embedding_support import HashEmbedder
-from tests.helpers import node, snapshot
+from tests.helpers import call_memory_tool, node, snapshot
 
 QUESTION = "What currency predated the Euro in the country Signmark is from?"
 BODIES = {
@@ -178,24 +178,10 @@ def test_both_engines_run_the_pass_to_the_same_floats_on_random_runs(seed):
 
 
 def _tool_call(strategy: Topological, presets):
-    from types import SimpleNamespace
-
-    from langgraph.prebuilt import ToolRuntime
-
     from cortex_agents.tools import make_memory_query_tool
 
     handle = MemoryHandle(_snapshot(), "reviewer", presets=presets, strategy=strategy)
-    tool = make_memory_query_tool(presets)
-    runtime = ToolRuntime(
-        state={},
-        context=SimpleNamespace(memory=handle),
-        config={},
-        stream_writer=lambda _: None,
-        tool_call_id="c",
-        store=None,
-    )
-    args = {"query_text": QUESTION, "runtime": runtime}
-    return tool.invoke({"type": "tool_call", "name": tool.name, "id": "c", "args": args})
+    return call_memory_tool(make_memory_query_tool(presets), handle, {"query_text": QUESTION})
 
 
 def test_the_model_s_tool_calls_run_the_stage_s_second_pass_and_record_it():

@@ -5,13 +5,11 @@ from __future__ import annotations
 import json
 import socket
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from langgraph.prebuilt import ToolRuntime
 
 from cortex_agents.errors import InvalidArgument
 from cortex_agents.memory import (
@@ -25,6 +23,7 @@ from cortex_agents.memory import (
 from cortex_agents.snapshot_file import load_snapshot
 from cortex_agents.tools.memory_query import make_memory_query_tool, render_matches
 from cortex_agents.tools.tokens import count_tokens
+from tests.helpers import call_memory_tool
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "claim_review.json"
 ARGS = ["preset", "direction", "routing_key", "query_text", "max_graph_distance", "limit"]
@@ -36,18 +35,7 @@ def handle():
     return MemoryHandle(snapshot, "reviewer", strategy=Topological(preset="reviewer"))
 
 
-def invoke(tool, handle, args):
-    runtime = ToolRuntime(
-        state={},
-        context=SimpleNamespace(memory=handle),
-        config={},
-        stream_writer=lambda _: None,
-        tool_call_id="c",
-        store=None,
-    )
-    return tool.invoke(
-        {"type": "tool_call", "name": tool.name, "id": "c", "args": {**args, "runtime": runtime}}
-    )
+invoke = call_memory_tool
 
 
 def test_the_model_sees_six_optional_bounded_arguments_no_scope_and_no_runtime():

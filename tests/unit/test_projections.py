@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
-from langgraph.prebuilt import ToolRuntime
 from pydantic import BaseModel
 
 from cortex_agents.errors import InvalidArgument, InvalidWire, UnknownProjection
@@ -21,7 +19,7 @@ from cortex_agents.persistence import memory_saver
 from cortex_agents.runtime import Runtime, StageContext, WireBuilder
 from cortex_agents.runtime.wire_file import load_wire
 from cortex_agents.tools.memory_query import make_memory_query_tool
-from tests.helpers import at, node
+from tests.helpers import at, call_memory_tool, node
 
 
 class Analysis(BaseModel):
@@ -88,22 +86,7 @@ def test_the_tool_of_a_projected_stage_records_and_shows_the_projection(snapshot
     strategy = Topological(preset="reviewer", projection="headline", scorer="jaccard")
     handle = MemoryHandle(snapshot, "reviewer", presets=PRESETS, strategy=strategy)
     tool = make_memory_query_tool(PRESETS)
-    runtime = ToolRuntime(
-        state={},
-        context=SimpleNamespace(memory=handle),
-        config={},
-        stream_writer=lambda _: None,
-        tool_call_id="c",
-        store=None,
-    )
-    message = tool.invoke(
-        {
-            "type": "tool_call",
-            "name": tool.name,
-            "id": "c",
-            "args": {"query_text": "selection bias", "runtime": runtime},
-        }
-    )
+    message = call_memory_tool(tool, handle, {"query_text": "selection bias"})
     assert message.status == "success"
     artifact = message.artifact
     assert artifact["query"]["projection"] == "headline"
