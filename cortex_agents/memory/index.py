@@ -66,6 +66,7 @@ import numpy as np
 
 from cortex_agents.errors import CycleError, InvalidEvent
 from cortex_agents.memory.bulk import paused_gc
+from cortex_agents.memory.adjacency import Adjacency
 from cortex_agents.memory.columns import NEVER, Column
 from cortex_agents.memory.depth import Depths, forward_longest_paths, longest_paths
 from cortex_agents.memory.extract import Extractor
@@ -145,8 +146,11 @@ class MemoryIndex:
         self.removed: dict[int, int] = {}  # edge ordinal -> tick it was removed
         self.removal_ticks: list[int] = []
         self.removal_edges: list[int] = []  # the edge each removal removed, in removal order
-        self.out: list[list[int]] = []  # per node: ordinals of its edges out, in order
-        self.inc: list[list[int]] = []  # per node: ordinals of its edges in, in order
+        # the edges of the first batch that added any (a whole run after a restart, a snapshot
+        # made by hand) are held per node as CSR arrays, the later ones in per-node lists
+        self.bulk = Adjacency.empty()
+        self.out: list[list[int] | None] = []  # per node: its later edges out, in order
+        self.inc: list[list[int] | None] = []  # per node: its later edges in, in order
         # `out` / `inc` lists of nodes below this ordinal may be shared with a fork (or the
         # index forked from): each is copied before this index first appends to it
         self._shared_below = 0
@@ -233,13 +237,19 @@ class MemoryIndex:
             ]
             other.removal_ticks = [t for t, _ in kept]
             other.removal_edges = [k for _, k in kept]
-            other.out, other._copied_out = _cut(self.out, n, e, self.src)
-            other.inc, other._copied_inc = _cut(self.inc, n, e, self.dst)
-            other._shared_below = n
-            # the fork shares the other lists of its nodes: both sides copy before writing
-            self._shared_below = max(self._shared_below, n)
-            self._copied_out.clear()
-            self._copied_inc.clear()
+            if e >= self.bulk.edges:  # the bulk arrays are never written: shared
+                other.bulk = self.bulk
+                other.out, other._copied_out = _cut(self.out, n, e, self.src)
+                other.inc, other._copied_inc = _cut(self.inc, n, e, self.dst)
+                other._shared_below = n
+                # the fork shares the other lists of its nodes: both sides copy before writing
+                self._shared_below = max(self._shared_below, n)
+                self._copied_out.clear()
+                self._copied_inc.clear()
+            else:  # a fork inside the bulk: the bulk of its own first edges, no later lists
+                other.bulk = Adjacency.of(other.src_col.data[:e], other.dst_col.data[:e], n)
+                other.out = [None] * n
+                other.inc = [None] * n
             other.live_edges = e - len(other.removed)
             for extractor, fields in self._fields.items():
                 other._fields[extractor] = fields.fork(self, n, ready, length)
@@ -347,8 +357,8 @@ class MemoryIndex:
             column.pad(end, NEVER)
         self.outputs.extend([None] * count)
         self.order.extend(ids)
-        self.out.extend([] for _ in range(count))
-        self.inc.extend([] for _ in range(count))
+        self.out.extend(repeat(None, count))  # a list once the node has a later edge
+        self.inc.extend(repeat(None, count))
         self.depths.extend(np.asarray(ticks, dtype=np.int64))
 
     def _add_edges(self, src: list[int], dst: list[int], ticks: Any) -> None:
@@ -363,17 +373,16 @@ class MemoryIndex:
         self.dst_col.extend(dst)
         self.edge_tick.extend(ticks)
         self.removed_tick.pad(e + count, NEVER)
-        out, inc, shared = self.out, self.inc, self._shared_below
-        if shared:
-            for k, (u, v) in enumerate(zip(src, dst, strict=True), e):
-                _append(out, u, k, shared, self._copied_out)
-                _append(inc, v, k, shared, self._copied_inc)
-        else:  # nothing shared with a fork: plain appends
-            for k, u in enumerate(src, e):
-                out[u].append(k)
-            for k, v in enumerate(dst, e):
-                inc[v].append(k)
         self.live_edges += count
+        if not e:  # the first edges: the bulk, sorted into arrays in numpy
+            n = len(self.ids)
+            self.bulk = Adjacency.of(self.src_col.data[:count], self.dst_col.data[:count], n)
+            return
+        out, inc = self.out, self.inc
+        shared = self._shared_below
+        for k, (u, v) in enumerate(zip(src, dst, strict=True), e):
+            _append(out, u, k, shared, self._copied_out)
+            _append(inc, v, k, shared, self._copied_inc)
 
     def _outputs(self, nodes: list[int] | range, outputs: list[Any], ticks: Any) -> None:
         """Outputs arriving, in this order, at these ticks."""
@@ -387,21 +396,28 @@ class MemoryIndex:
         self.ready.extend(nodes)
         self.ready_tick.extend(ticks)
 
+    def edge_list(self, relation: str, node: int) -> list[int]:
+        """Ordinals of ``node``'s edges out (``relation`` ``"out"``) or in (``"in"``), in order."""
+        bulk = self.bulk.out if relation == "out" else self.bulk.inc
+        later = (self.out if relation == "out" else self.inc)[node]
+        held = bulk.edges_of(node)
+        return held + later if later else held
+
     def _sources(self, limit: int) -> Callable[[int], list[int]]:
         """Live sources of a node among the first ``limit`` edges."""
-        src, inc, removed = self.src, self.inc, self.removed
-        return lambda v: [src[e] for e in inc[v] if e < limit and e not in removed]
+        src, removed, edges = self.src, self.removed, self.edge_list
+        return lambda v: [src[e] for e in edges("in", v) if e < limit and e not in removed]
 
     def _targets(self, limit: int) -> Callable[[int], list[int]]:
         """Live targets of a node among the first ``limit`` edges."""
-        dst, out, removed = self.dst, self.out, self.removed
-        return lambda u: [dst[e] for e in out[u] if e < limit and e not in removed]
+        dst, removed, edges = self.dst, self.removed, self.edge_list
+        return lambda u: [dst[e] for e in edges("out", u) if e < limit and e not in removed]
 
     def _unlink(self, u: int, v: int, tick: int, limit: int) -> None:
         # the shorter of the two lists holding the edge: removing every edge of a node of
         # degree d (a rewrite reattaching a fan-out) must not cost O(d) each; edges from
         # ordinal `limit` on were added after this removal (later in its batch)
-        out, inc = self.out[u], self.inc[v]
+        out, inc = self.edge_list("out", u), self.edge_list("in", v)
         for e in reversed(out if len(out) <= len(inc) else inc):
             if e < limit and self.src[e] == u and self.dst[e] == v and e not in self.removed:
                 self.removed[e] = tick
@@ -427,7 +443,7 @@ class MemoryIndex:
             self.depths.value.data[:n] = found
             return
         ids, dst = self.ids, self.dst
-        successors = [[dst[e] for e in edges] for edges in self.out]
+        successors = [[dst[e] for e in self.edge_list("out", u)] for u in range(n)]
         depth, stuck = longest_paths(successors)
         if stuck:
             from cortex_agents.memory.influence import find_cycle
@@ -602,8 +618,8 @@ def _code(event: object) -> int:
 
 
 def _cut(
-    lists: list[list[int]], n: int, e: int, ends: list[int]
-) -> tuple[list[list[int]], set[int]]:
+    lists: list[list[int] | None], n: int, e: int, ends: list[int]
+) -> tuple[list[list[int] | None], set[int]]:
     """The first ``n`` per-node edge lists without the edges from ordinal ``e`` on, and the cut ones.
 
     Each list holds increasing ordinals, so a later edge sits at the end of
@@ -619,17 +635,23 @@ def _cut(
     for node in set(ends[e:]):
         if node < n:
             edges = kept[node]
+            assert edges is not None  # it holds edge `e` or a later one
             kept[node] = edges[: bisect_left(edges, e)]
             cut.add(node)
     return kept, cut
 
 
 def _append(
-    lists: list[list[int]], node: int, edge: int, shared_below: int, copied: set[int]
+    lists: list[list[int] | None], node: int, edge: int, shared_below: int, copied: set[int]
 ) -> None:
     """Append ``edge`` to ``node``'s list; a list that may be shared is copied first, once."""
-    if node < shared_below and node not in copied:
-        lists[node] = [*lists[node], edge]
+    held = lists[node]
+    if held is None:
+        lists[node] = [edge]
+        if node < shared_below:
+            copied.add(node)
+    elif node < shared_below and node not in copied:
+        lists[node] = [*held, edge]
         copied.add(node)
     else:
-        lists[node].append(edge)
+        held.append(edge)
