@@ -283,11 +283,17 @@ class MemoryIndex:
             zeros,
         )
         completed = list(map(_COMPLETED, nodes))
-        done = list(compress(range(count), map(is_not, completed, repeat(None))))
-        index.completed_us.data[done] = list(map(to_micros, map(completed.__getitem__, done)))
+        done: Any = np.fromiter(
+            compress(range(count), map(is_not, completed, repeat(None))), np.int64
+        )
+        if len(done) == count:  # (every node completed: no gather)
+            done = slice(0, count)
+        else:
+            completed = list(map(completed.__getitem__, done.tolist()))
+        index.completed_us.data[done] = list(map(to_micros, completed))
         index.completed_tick.data[done] = 0
         settled = compress(range(count), map(SETTLED.__eq__, map(_STATUS, nodes)))
-        index.settled_tick.data[list(settled)] = 0
+        index.settled_tick.data[np.fromiter(settled, np.int64)] = 0
         index._outputs(range(count), list(map(_OUTPUT, nodes)), zeros)
         pos = index.pos.__getitem__
         index._add_edges(
@@ -349,7 +355,7 @@ class MemoryIndex:
             if kind not in lookup:
                 lookup[kind] = len(self.kind_names)
                 self.kind_names.append(kind)
-        self.kinds.extend([lookup[kind] for kind in kinds])
+        self.kinds.extend(list(map(lookup.__getitem__, kinds)))
         self.scheduled.extend(ticks)
         self.captured_us.extend(captured)
         self.completed_us.pad(end, 0)
@@ -389,10 +395,11 @@ class MemoryIndex:
         held = self.outputs
         if isinstance(nodes, range) and nodes.step == 1 and len(nodes) == len(outputs):
             held[nodes.start : nodes.stop] = outputs  # (a snapshot's: every node at once)
+            self.output_tick.data[nodes.start : nodes.stop] = ticks
         else:
             for i, output in zip(nodes, outputs, strict=True):
                 held[i] = output
-        self.output_tick.data[nodes] = ticks
+            self.output_tick.data[nodes] = ticks
         self.ready.extend(nodes)
         self.ready_tick.extend(ticks)
 
