@@ -62,10 +62,8 @@ class Grouped:
         """Node ``node``'s edge ordinals, in order."""
         if node >= self.nodes:
             return []
-        if self._lists is not None:
-            ptr, edges = self._lists
-            return edges[ptr[node] : ptr[node + 1]]
-        return self.edges[self.ptr[node] : self.ptr[node + 1]].tolist()
+        ptr, edges = self.lists()  # (a depth update after a restart reads many nodes' edges)
+        return edges[ptr[node] : ptr[node + 1]]
 
 
 class Adjacency:
