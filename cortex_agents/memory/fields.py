@@ -157,7 +157,7 @@ class FieldsIndex:
     def body_lookup(self) -> dict[str, int]:
         """Body text -> interned id (the inverse of :attr:`body_texts`; made on first use)."""
         if self._body_lookup is None:
-            self._body_lookup = dict(zip(self.body_texts, range(len(self.body_texts))))
+            self._body_lookup = dict(zip(self.body_texts, range(len(self.body_texts)), strict=True))
         return self._body_lookup
 
     def intern(self, key: str) -> int:
@@ -257,7 +257,9 @@ class FieldsIndex:
                 body_texts.append(body)
         # "" is never interned: an empty body reads -1
         body_ids = list(map(body_lookup.get, bodies, repeat(-1)))
-        texts = [body_texts[j] if j >= 0 else body for j, body in zip(body_ids, bodies)]
+        texts = [
+            body_texts[j] if j >= 0 else body for j, body in zip(body_ids, bodies, strict=True)
+        ]
         return body_ids, texts  # one string per body
 
     def token_postings(self, index: MemoryIndex) -> None:

@@ -65,8 +65,8 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 
 from cortex_agents.errors import CycleError, InvalidEvent
+from cortex_agents.memory.adjacency import Adjacency, Grouped
 from cortex_agents.memory.bulk import paused_gc
-from cortex_agents.memory.adjacency import Adjacency
 from cortex_agents.memory.columns import NEVER, Column
 from cortex_agents.memory.depth import Depths, forward_longest_paths, longest_paths
 from cortex_agents.memory.extract import Extractor
@@ -322,12 +322,15 @@ class MemoryIndex:
             [v for _, v in added],
             [t for t, _, _, adds in batch.links if adds],
         )
+        seen = [e]  # edges as of the event at hand: those added before it and itself
+        targets = self._targets(seen)
         for tick, u, v, adds in batch.links:  # depths in event order, each edge seen as of then
             if adds:
                 e += 1
                 value = self.depths.value.data
                 if value[u] >= value[v]:
-                    self.depths.deepen(v, int(value[u]) + 1, tick, self._targets(e))
+                    seen[0] = e
+                    self.depths.deepen(v, int(value[u]) + 1, tick, targets)
             else:
                 self._unlink(u, v, tick, e)
         settled = batch.settled
@@ -410,15 +413,13 @@ class MemoryIndex:
         held = bulk.edges_of(node)
         return held + later if later else held
 
-    def _sources(self, limit: int) -> Callable[[int], list[int]]:
-        """Live sources of a node among the first ``limit`` edges."""
-        src, removed, edges = self.src, self.removed, self.edge_list
-        return lambda v: [src[e] for e in edges("in", v) if e < limit and e not in removed]
+    def _sources(self, limit: list[int]) -> Callable[[int], list[int]]:
+        """Live sources of a node among the first ``limit[0]`` edges (read at each call)."""
+        return _ends(self.bulk.inc, self.inc, self.src, self.removed, limit)
 
-    def _targets(self, limit: int) -> Callable[[int], list[int]]:
-        """Live targets of a node among the first ``limit`` edges."""
-        dst, removed, edges = self.dst, self.removed, self.edge_list
-        return lambda u: [dst[e] for e in edges("out", u) if e < limit and e not in removed]
+    def _targets(self, limit: list[int]) -> Callable[[int], list[int]]:
+        """Live targets of a node among the first ``limit[0]`` edges (read at each call)."""
+        return _ends(self.bulk.out, self.out, self.dst, self.removed, limit)
 
     def _unlink(self, u: int, v: int, tick: int, limit: int) -> None:
         # the shorter of the two lists holding the edge: removing every edge of a node of
@@ -432,7 +433,7 @@ class MemoryIndex:
                 self.removal_ticks.append(tick)
                 self.removal_edges.append(e)
                 self.live_edges -= 1
-                self.depths.update(v, tick, self._sources(limit), self._targets(limit))
+                self.depths.update(v, tick, self._sources([limit]), self._targets([limit]))
                 return
         raise InvalidEvent(
             tick, f"the memory index holds no edge {self.ids[u]!r} -> {self.ids[v]!r}"
@@ -622,6 +623,29 @@ def _code(event: object) -> int:
         if isinstance(event, cls):
             return code
     return _UNKNOWN
+
+
+def _ends(
+    bulk: Grouped,
+    later: list[list[int] | None],
+    far: list[int],
+    removed: dict[int, int],
+    limit: list[int],
+) -> Callable[[int], list[int]]:
+    """A node's live neighbours (``far`` ends) among the first ``limit[0]`` edges: bulk, then
+    later ones. The limit is read at each call: a batch makes one and moves its limit."""
+    ptr, grouped = bulk.lists()
+    held = len(ptr) - 1
+
+    def ends(node: int) -> list[int]:
+        upto = limit[0]
+        edges = grouped[ptr[node] : ptr[node + 1]] if node < held else []
+        more = later[node]
+        if more:
+            edges += more
+        return [far[e] for e in edges if e < upto and e not in removed]
+
+    return ends
 
 
 def _cut(
