@@ -29,7 +29,9 @@ already has successors, or a removal, also updates the depths below it),
 plus order-preserving id labels (:mod:`cortex_agents.memory.idorder`). A
 batch of events is read once; its nodes, edges and outputs are appended to
 the columns in whole-array passes, and only the edges' effect on depths is
-applied event by event. A branch loaded after a restart takes its whole log
+applied event by event. The first batch that adds edges keeps them grouped
+by node in CSR arrays (:mod:`~cortex_agents.memory.adjacency`), later edges in
+per-node lists. A branch loaded after a restart takes its whole log
 as one batch: rebuilding is array work, not one column write per fact (the
 derived index is rebuilt rather than persisted: it stays a pure function of
 the events, with no second format to keep in step with them). What a
