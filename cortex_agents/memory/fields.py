@@ -24,8 +24,8 @@ applies that rule, so a view never sees an output that arrived after it.
 from __future__ import annotations
 
 from collections import OrderedDict
-from itertools import repeat
-from operator import eq
+from itertools import compress, repeat
+from operator import eq, is_
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
@@ -186,11 +186,11 @@ class FieldsIndex:
         outputs = index.outputs
         read = read_outputs(self.extractor, [outputs[i] for i in arrived])
         at = np.asarray(arrived, dtype=np.int64)
-        kinds = index.kind_names
-        keys = [
-            key if key is not None else kinds[kind]
-            for key, kind in zip(read.routing_keys, index.kinds.data[at].tolist(), strict=True)
-        ]
+        # an output without a routing key is routed by its node's kind: only those are visited
+        keys: list[Any] = list(read.routing_keys)
+        kinds, kind_ids = index.kind_names, index.kinds.data
+        for j in compress(range(len(keys)), map(is_, keys, repeat(None))):
+            keys[j] = kinds[kind_ids[arrived[j]]]
         for key in dict.fromkeys(keys):  # new keys interned in arrival order, as one by one
             self.intern(key)
         interned = self._intern_bodies(read.bodies)
@@ -231,6 +231,17 @@ class FieldsIndex:
         if self.body_texts or not bodies:
             return None
         hashes = np.fromiter(map(hash, bodies), np.int64, len(bodies))
+        ordered = np.sort(hashes)
+        if not bool((ordered[1:] == ordered[:-1]).any()):  # distinct hashes: distinct texts
+            ids = np.arange(len(bodies), dtype=np.int64)
+            if "" in bodies:  # (at most once here) never interned: -1, the ids after it one lower
+                gap = bodies.index("")
+                ids[gap + 1 :] -= 1
+                ids[gap] = -1
+                self.body_texts.extend(bodies[:gap] + bodies[gap + 1 :])
+            else:
+                self.body_texts.extend(bodies)
+            return ids, bodies
         _, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
         inverse = inverse.reshape(-1)  # (numpy 2.0-2.1 shaped it like the input)
         texts = list(map(bodies.__getitem__, first[inverse].tolist()))

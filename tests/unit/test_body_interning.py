@@ -82,3 +82,13 @@ def test_bodies_arriving_after_the_first_batch_reuse_and_extend_its_ids():
     ids, texts = body_ids(MemorySnapshot.from_log(log, T0), by_text)
     assert ids == expected_ids(bodies) == [0, 1, -1, 0, 2, 1, 3, -1]
     assert texts == bodies
+
+
+def test_distinct_bodies_with_one_empty_body_number_the_others_densely():
+    bodies = ["first", "second", "", "third"]
+    outputs = {f"n{i:03d}": {"text": b} for i, b in enumerate(bodies)}
+    snap = snapshot(list(outputs), [], outputs=outputs)
+    ids, texts = body_ids(snap, by_text)
+    assert ids == [0, 1, -1, 2]
+    assert texts == bodies
+    assert snap.index.fields(by_text).fields.body_texts == ["first", "second", "third"]
