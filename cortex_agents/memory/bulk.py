@@ -1,8 +1,8 @@
 """Building a large structure at once, with the cyclic garbage collector paused.
 
 Building the memory index of a large run (after a restart, or for a snapshot
-made by hand) allocates hundreds of thousands of small containers — per-node
-edge lists, extracted fields, token sets. Each few hundred allocations let
+made by hand) allocates hundreds of thousands of small containers — evidence
+tuples, token sets, the Python lists a walk reads. Each few hundred allocations let
 CPython's cyclic collector run, and every so often it traverses every object
 alive (the run's events, outputs, records): measured at 100,000 nodes, that
 tripled the index build. What is built holds no reference cycles, so nothing
@@ -10,8 +10,8 @@ is left for the collector to find once it runs again.
 
 Nor is anything left for it to find in what the block allocated: yet the
 first young collection after the block would traverse every container it
-made (the per-node edge lists: two million at 1,000,000 nodes; measured at
-300,000 nodes, 0.75 s of a 7 s build on a loaded machine). So a block that
+made (the per-node edge lists it once made: two million at 1,000,000 nodes;
+measured at 300,000 nodes, 0.75 s of a 7 s build on a loaded machine). So a block that
 ran with the collector enabled before it and left at least
 :data:`PROMOTE_AT` young containers alive (a bulk build, not a stage's
 bind) moves every tracked object to the oldest generation as it ends

@@ -24,7 +24,8 @@ applies that rule, so a view never sees an output that arrived after it.
 from __future__ import annotations
 
 from collections import OrderedDict
-from itertools import repeat
+from itertools import compress, repeat
+from operator import eq, is_
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
@@ -90,9 +91,10 @@ class FieldsIndex:
         self.projected: list[Any] = []
         self.counts = Column()
         self.body_ids = Column()  # per node: its body text, interned (-1: an empty body)
-        # the extractor's empty body (a node without output) first, when it has text
-        self.body_lookup: dict[str, int] = {self.empty.body_text: 0} if self.empty.body_text else {}
-        self.body_texts: list[str] = list(self.body_lookup)  # body id -> text
+        # body id -> text: the extractor's empty body (a node without output) first, when it
+        # has text; the text -> id lookup is its inverse, made when a later batch needs it
+        self.body_texts: list[str] = [self.empty.body_text] if self.empty.body_text else []
+        self._body_lookup: dict[str, int] | None = None
         self.vocabulary: dict[str, int] = {}
         self.postings: list[Column] = []
         self._kind_routing: dict[int, int] = {}
@@ -121,7 +123,7 @@ class FieldsIndex:
         other.routing = self.routing.copy(size)
         other.counts = self.counts.copy(size)
         other.body_ids = self.body_ids.copy(size)
-        other.body_lookup = dict(self.body_lookup)
+        other._body_lookup = None if self._body_lookup is None else dict(self._body_lookup)
         other.body_texts = list(self.body_texts)
         other.bodies = self.bodies[:size]
         other.evidence = self.evidence[:size]
@@ -151,6 +153,13 @@ class FieldsIndex:
             other._names = self._names.fork(parent.output_tick.data, ready, length)
         return other
 
+    @property
+    def body_lookup(self) -> dict[str, int]:
+        """Body text -> interned id (the inverse of :attr:`body_texts`; made on first use)."""
+        if self._body_lookup is None:
+            self._body_lookup = dict(zip(self.body_texts, range(len(self.body_texts)), strict=True))
+        return self._body_lookup
+
     def intern(self, key: str) -> int:
         """The interned id of a routing key (new keys get the next id)."""
         found = self.routing_lookup.get(key)
@@ -177,29 +186,92 @@ class FieldsIndex:
         outputs = index.outputs
         read = read_outputs(self.extractor, [outputs[i] for i in arrived])
         at = np.asarray(arrived, dtype=np.int64)
-        kinds = index.kind_names
-        keys = [
-            key if key is not None else kinds[kind]
-            for key, kind in zip(read.routing_keys, index.kinds.data[at].tolist(), strict=True)
-        ]
+        # an output without a routing key is routed by its node's kind: only those are visited
+        keys: list[Any] = list(read.routing_keys)
+        kinds, kind_ids = index.kind_names, index.kinds.data
+        for j in compress(range(len(keys)), map(is_, keys, repeat(None))):
+            keys[j] = kinds[kind_ids[arrived[j]]]
         for key in dict.fromkeys(keys):  # new keys interned in arrival order, as one by one
             self.intern(key)
-        body_lookup, body_texts = self.body_lookup, self.body_texts
-        for body in dict.fromkeys(read.bodies):  # new bodies interned in arrival order
-            if body and body_lookup.setdefault(body, len(body_lookup)) == len(body_texts):
-                body_texts.append(body)
-        # "" is never interned: an empty body reads -1
-        body_ids = list(map(body_lookup.get, read.bodies, repeat(-1)))
+        interned = self._intern_bodies(read.bodies)
+        if interned is None:
+            body_ids, texts = self._look_up_bodies(read.bodies)
+        else:
+            body_ids, texts = interned
         bodies, evidence, projected = self.bodies, self.evidence, self.projected
-        for i, body_id, body, found, sliced in zip(
-            arrived, body_ids, read.bodies, read.evidence, read.projected, strict=True
-        ):
-            bodies[i] = body_texts[body_id] if body_id >= 0 else body  # one string per body
-            evidence[i] = found
-            projected[i] = sliced
+        start = arrived[0]
+        if len(bodies) == start + len(arrived) and bool((np.diff(at) == 1).all()):
+            # (a whole run, a snapshot: every ordinal from `start` to the end, in order)
+            bodies[start:] = texts
+            evidence[start:] = read.evidence
+            projected[start:] = read.projected
+        else:
+            for i, text, found, sliced in zip(
+                arrived, texts, read.evidence, read.projected, strict=True
+            ):
+                bodies[i] = text
+                evidence[i] = found
+                projected[i] = sliced
         self.routing.data[at] = list(map(self.routing_lookup.__getitem__, keys))
         self.body_ids.data[at] = body_ids
         self.done = len(ready)
+
+    def _intern_bodies(self, bodies: list[str]) -> tuple[Any, list[str]] | None:
+        """The first bodies read (none interned yet), interned in numpy: ids and texts.
+
+        Bodies are grouped by their 64-bit ``hash`` (``np.unique``), every
+        body compared with its group's first one: when two different texts
+        share a hash (``None`` is returned) the lookup interns them instead.
+        Ids number the distinct texts in order of first arrival, as the
+        lookup would; ``""`` is never interned (-1). Each body's text is its
+        group's first string, so equal bodies share one string. At 1,000,000
+        nodes this replaced two dict passes over every body; the lookup
+        (text -> id) is made when a later batch first needs it.
+        """
+        if self.body_texts or not bodies:
+            return None
+        hashes = np.fromiter(map(hash, bodies), np.int64, len(bodies))
+        ordered = np.sort(hashes)
+        if not bool((ordered[1:] == ordered[:-1]).any()):  # distinct hashes: distinct texts
+            ids = np.arange(len(bodies), dtype=np.int64)
+            if "" in bodies:  # (at most once here) never interned: -1, the ids after it one lower
+                gap = bodies.index("")
+                ids[gap + 1 :] -= 1
+                ids[gap] = -1
+                self.body_texts.extend(bodies[:gap] + bodies[gap + 1 :])
+            else:
+                self.body_texts.extend(bodies)
+            return ids, bodies
+        _, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1)  # (numpy 2.0-2.1 shaped it like the input)
+        texts = list(map(bodies.__getitem__, first[inverse].tolist()))
+        if not all(map(eq, bodies, texts)):
+            return None  # two texts with one hash
+        order = np.argsort(first)  # the groups in order of first arrival
+        distinct = list(map(bodies.__getitem__, first[order].tolist()))
+        ids = np.arange(len(distinct), dtype=np.int64)
+        if "" in distinct:  # never interned: -1, and the ids after it one lower
+            gap = distinct.index("")
+            del distinct[gap]
+            ids[gap + 1 :] -= 1
+            ids[gap] = -1
+        self.body_texts.extend(distinct)
+        by_group = np.empty(len(first), dtype=np.int64)
+        by_group[order] = ids
+        return by_group[inverse], texts
+
+    def _look_up_bodies(self, bodies: list[str]) -> tuple[list[int], list[str]]:
+        """Bodies interned one by one in the lookup (new ones in arrival order): ids and texts."""
+        body_lookup, body_texts = self.body_lookup, self.body_texts
+        for body in dict.fromkeys(bodies):
+            if body and body_lookup.setdefault(body, len(body_lookup)) == len(body_texts):
+                body_texts.append(body)
+        # "" is never interned: an empty body reads -1
+        body_ids = list(map(body_lookup.get, bodies, repeat(-1)))
+        texts = [
+            body_texts[j] if j >= 0 else body for j, body in zip(body_ids, bodies, strict=True)
+        ]
+        return body_ids, texts  # one string per body
 
     def token_postings(self, index: MemoryIndex) -> None:
         """The Jaccard postings and token counts, caught up with every output read (lock held).

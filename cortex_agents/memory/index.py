@@ -29,7 +29,9 @@ already has successors, or a removal, also updates the depths below it),
 plus order-preserving id labels (:mod:`cortex_agents.memory.idorder`). A
 batch of events is read once; its nodes, edges and outputs are appended to
 the columns in whole-array passes, and only the edges' effect on depths is
-applied event by event. A branch loaded after a restart takes its whole log
+applied event by event. The first batch that adds edges keeps them grouped
+by node in CSR arrays (:mod:`~cortex_agents.memory.adjacency`), later edges in
+per-node lists. A branch loaded after a restart takes its whole log
 as one batch: rebuilding is array work, not one column write per fact (the
 derived index is rebuilt rather than persisted: it stays a pure function of
 the events, with no second format to keep in step with them). What a
@@ -65,6 +67,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 
 from cortex_agents.errors import CycleError, InvalidEvent
+from cortex_agents.memory.adjacency import Adjacency, Grouped
 from cortex_agents.memory.bulk import paused_gc
 from cortex_agents.memory.columns import NEVER, Column
 from cortex_agents.memory.depth import Depths, forward_longest_paths, longest_paths
@@ -145,8 +148,11 @@ class MemoryIndex:
         self.removed: dict[int, int] = {}  # edge ordinal -> tick it was removed
         self.removal_ticks: list[int] = []
         self.removal_edges: list[int] = []  # the edge each removal removed, in removal order
-        self.out: list[list[int]] = []  # per node: ordinals of its edges out, in order
-        self.inc: list[list[int]] = []  # per node: ordinals of its edges in, in order
+        # the edges of the first batch that added any (a whole run after a restart, a snapshot
+        # made by hand) are held per node as CSR arrays, the later ones in per-node lists
+        self.bulk = Adjacency.empty()
+        self.out: list[list[int] | None] = []  # per node: its later edges out, in order
+        self.inc: list[list[int] | None] = []  # per node: its later edges in, in order
         # `out` / `inc` lists of nodes below this ordinal may be shared with a fork (or the
         # index forked from): each is copied before this index first appends to it
         self._shared_below = 0
@@ -233,13 +239,19 @@ class MemoryIndex:
             ]
             other.removal_ticks = [t for t, _ in kept]
             other.removal_edges = [k for _, k in kept]
-            other.out, other._copied_out = _cut(self.out, n, e, self.src)
-            other.inc, other._copied_inc = _cut(self.inc, n, e, self.dst)
-            other._shared_below = n
-            # the fork shares the other lists of its nodes: both sides copy before writing
-            self._shared_below = max(self._shared_below, n)
-            self._copied_out.clear()
-            self._copied_inc.clear()
+            if e >= self.bulk.edges:  # the bulk arrays are never written: shared
+                other.bulk = self.bulk
+                other.out, other._copied_out = _cut(self.out, n, e, self.src)
+                other.inc, other._copied_inc = _cut(self.inc, n, e, self.dst)
+                other._shared_below = n
+                # the fork shares the other lists of its nodes: both sides copy before writing
+                self._shared_below = max(self._shared_below, n)
+                self._copied_out.clear()
+                self._copied_inc.clear()
+            else:  # a fork inside the bulk: the bulk of its own first edges, no later lists
+                other.bulk = Adjacency.of(other.src_col.data[:e], other.dst_col.data[:e], n)
+                other.out = [None] * n
+                other.inc = [None] * n
             other.live_edges = e - len(other.removed)
             for extractor, fields in self._fields.items():
                 other._fields[extractor] = fields.fork(self, n, ready, length)
@@ -273,11 +285,17 @@ class MemoryIndex:
             zeros,
         )
         completed = list(map(_COMPLETED, nodes))
-        done = list(compress(range(count), map(is_not, completed, repeat(None))))
-        index.completed_us.data[done] = list(map(to_micros, map(completed.__getitem__, done)))
+        done: Any = np.fromiter(
+            compress(range(count), map(is_not, completed, repeat(None))), np.int64
+        )
+        if len(done) == count:  # (every node completed: no gather)
+            done = slice(0, count)
+        else:
+            completed = list(map(completed.__getitem__, done.tolist()))
+        index.completed_us.data[done] = list(map(to_micros, completed))
         index.completed_tick.data[done] = 0
         settled = compress(range(count), map(SETTLED.__eq__, map(_STATUS, nodes)))
-        index.settled_tick.data[list(settled)] = 0
+        index.settled_tick.data[np.fromiter(settled, np.int64)] = 0
         index._outputs(range(count), list(map(_OUTPUT, nodes)), zeros)
         pos = index.pos.__getitem__
         index._add_edges(
@@ -306,12 +324,15 @@ class MemoryIndex:
             [v for _, v in added],
             [t for t, _, _, adds in batch.links if adds],
         )
+        seen = [e]  # edges as of the event at hand: those added before it and itself
+        targets = self._targets(seen)
         for tick, u, v, adds in batch.links:  # depths in event order, each edge seen as of then
             if adds:
                 e += 1
                 value = self.depths.value.data
                 if value[u] >= value[v]:
-                    self.depths.deepen(v, int(value[u]) + 1, tick, self._targets(e))
+                    seen[0] = e
+                    self.depths.deepen(v, int(value[u]) + 1, tick, targets)
             else:
                 self._unlink(u, v, tick, e)
         settled = batch.settled
@@ -339,7 +360,7 @@ class MemoryIndex:
             if kind not in lookup:
                 lookup[kind] = len(self.kind_names)
                 self.kind_names.append(kind)
-        self.kinds.extend([lookup[kind] for kind in kinds])
+        self.kinds.extend(list(map(lookup.__getitem__, kinds)))
         self.scheduled.extend(ticks)
         self.captured_us.extend(captured)
         self.completed_us.pad(end, 0)
@@ -347,8 +368,8 @@ class MemoryIndex:
             column.pad(end, NEVER)
         self.outputs.extend([None] * count)
         self.order.extend(ids)
-        self.out.extend([] for _ in range(count))
-        self.inc.extend([] for _ in range(count))
+        self.out.extend(repeat(None, count))  # a list once the node has a later edge
+        self.inc.extend(repeat(None, count))
         self.depths.extend(np.asarray(ticks, dtype=np.int64))
 
     def _add_edges(self, src: list[int], dst: list[int], ticks: Any) -> None:
@@ -363,45 +384,50 @@ class MemoryIndex:
         self.dst_col.extend(dst)
         self.edge_tick.extend(ticks)
         self.removed_tick.pad(e + count, NEVER)
-        out, inc, shared = self.out, self.inc, self._shared_below
-        if shared:
-            for k, (u, v) in enumerate(zip(src, dst, strict=True), e):
-                _append(out, u, k, shared, self._copied_out)
-                _append(inc, v, k, shared, self._copied_inc)
-        else:  # nothing shared with a fork: plain appends
-            for k, u in enumerate(src, e):
-                out[u].append(k)
-            for k, v in enumerate(dst, e):
-                inc[v].append(k)
         self.live_edges += count
+        if not e:  # the first edges: the bulk, sorted into arrays in numpy
+            n = len(self.ids)
+            self.bulk = Adjacency.of(self.src_col.data[:count], self.dst_col.data[:count], n)
+            return
+        out, inc = self.out, self.inc
+        shared = self._shared_below
+        for k, (u, v) in enumerate(zip(src, dst, strict=True), e):
+            _append(out, u, k, shared, self._copied_out)
+            _append(inc, v, k, shared, self._copied_inc)
 
     def _outputs(self, nodes: list[int] | range, outputs: list[Any], ticks: Any) -> None:
         """Outputs arriving, in this order, at these ticks."""
         held = self.outputs
         if isinstance(nodes, range) and nodes.step == 1 and len(nodes) == len(outputs):
             held[nodes.start : nodes.stop] = outputs  # (a snapshot's: every node at once)
+            self.output_tick.data[nodes.start : nodes.stop] = ticks
         else:
             for i, output in zip(nodes, outputs, strict=True):
                 held[i] = output
-        self.output_tick.data[nodes] = ticks
+            self.output_tick.data[nodes] = ticks
         self.ready.extend(nodes)
         self.ready_tick.extend(ticks)
 
-    def _sources(self, limit: int) -> Callable[[int], list[int]]:
-        """Live sources of a node among the first ``limit`` edges."""
-        src, inc, removed = self.src, self.inc, self.removed
-        return lambda v: [src[e] for e in inc[v] if e < limit and e not in removed]
+    def edge_list(self, relation: str, node: int) -> list[int]:
+        """Ordinals of ``node``'s edges out (``relation`` ``"out"``) or in (``"in"``), in order."""
+        bulk = self.bulk.out if relation == "out" else self.bulk.inc
+        later = (self.out if relation == "out" else self.inc)[node]
+        held = bulk.edges_of(node)
+        return held + later if later else held
 
-    def _targets(self, limit: int) -> Callable[[int], list[int]]:
-        """Live targets of a node among the first ``limit`` edges."""
-        dst, out, removed = self.dst, self.out, self.removed
-        return lambda u: [dst[e] for e in out[u] if e < limit and e not in removed]
+    def _sources(self, limit: list[int]) -> Callable[[int], list[int]]:
+        """Live sources of a node among the first ``limit[0]`` edges (read at each call)."""
+        return _ends(self.bulk.inc, self.inc, self.src, self.removed, limit)
+
+    def _targets(self, limit: list[int]) -> Callable[[int], list[int]]:
+        """Live targets of a node among the first ``limit[0]`` edges (read at each call)."""
+        return _ends(self.bulk.out, self.out, self.dst, self.removed, limit)
 
     def _unlink(self, u: int, v: int, tick: int, limit: int) -> None:
         # the shorter of the two lists holding the edge: removing every edge of a node of
         # degree d (a rewrite reattaching a fan-out) must not cost O(d) each; edges from
         # ordinal `limit` on were added after this removal (later in its batch)
-        out, inc = self.out[u], self.inc[v]
+        out, inc = self.edge_list("out", u), self.edge_list("in", v)
         for e in reversed(out if len(out) <= len(inc) else inc):
             if e < limit and self.src[e] == u and self.dst[e] == v and e not in self.removed:
                 self.removed[e] = tick
@@ -409,7 +435,7 @@ class MemoryIndex:
                 self.removal_ticks.append(tick)
                 self.removal_edges.append(e)
                 self.live_edges -= 1
-                self.depths.update(v, tick, self._sources(limit), self._targets(limit))
+                self.depths.update(v, tick, self._sources([limit]), self._targets([limit]))
                 return
         raise InvalidEvent(
             tick, f"the memory index holds no edge {self.ids[u]!r} -> {self.ids[v]!r}"
@@ -427,7 +453,7 @@ class MemoryIndex:
             self.depths.value.data[:n] = found
             return
         ids, dst = self.ids, self.dst
-        successors = [[dst[e] for e in edges] for edges in self.out]
+        successors = [[dst[e] for e in self.edge_list("out", u)] for u in range(n)]
         depth, stuck = longest_paths(successors)
         if stuck:
             from cortex_agents.memory.influence import find_cycle
@@ -601,9 +627,32 @@ def _code(event: object) -> int:
     return _UNKNOWN
 
 
+def _ends(
+    bulk: Grouped,
+    later: list[list[int] | None],
+    far: list[int],
+    removed: dict[int, int],
+    limit: list[int],
+) -> Callable[[int], list[int]]:
+    """A node's live neighbours (``far`` ends) among the first ``limit[0]`` edges: bulk, then
+    later ones. The limit is read at each call: a batch makes one and moves its limit."""
+    ptr, grouped = bulk.lists()
+    held = len(ptr) - 1
+
+    def ends(node: int) -> list[int]:
+        upto = limit[0]
+        edges = grouped[ptr[node] : ptr[node + 1]] if node < held else []
+        more = later[node]
+        if more:
+            edges += more
+        return [far[e] for e in edges if e < upto and e not in removed]
+
+    return ends
+
+
 def _cut(
-    lists: list[list[int]], n: int, e: int, ends: list[int]
-) -> tuple[list[list[int]], set[int]]:
+    lists: list[list[int] | None], n: int, e: int, ends: list[int]
+) -> tuple[list[list[int] | None], set[int]]:
     """The first ``n`` per-node edge lists without the edges from ordinal ``e`` on, and the cut ones.
 
     Each list holds increasing ordinals, so a later edge sits at the end of
@@ -619,17 +668,23 @@ def _cut(
     for node in set(ends[e:]):
         if node < n:
             edges = kept[node]
+            assert edges is not None  # it holds edge `e` or a later one
             kept[node] = edges[: bisect_left(edges, e)]
             cut.add(node)
     return kept, cut
 
 
 def _append(
-    lists: list[list[int]], node: int, edge: int, shared_below: int, copied: set[int]
+    lists: list[list[int] | None], node: int, edge: int, shared_below: int, copied: set[int]
 ) -> None:
     """Append ``edge`` to ``node``'s list; a list that may be shared is copied first, once."""
-    if node < shared_below and node not in copied:
-        lists[node] = [*lists[node], edge]
+    held = lists[node]
+    if held is None:
+        lists[node] = [edge]
+        if node < shared_below:
+            copied.add(node)
+    elif node < shared_below and node not in copied:
+        lists[node] = [*held, edge]
         copied.add(node)
     else:
-        lists[node].append(edge)
+        held.append(edge)

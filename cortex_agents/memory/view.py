@@ -94,15 +94,21 @@ class IndexView:
         """BFS from ``origin``: the nodes it reaches (origin excluded), in BFS order, and their hops.
 
         ``relation``: ``"descendants"`` follows edges, ``"ancestors"`` follows them backwards.
-        O(cone): adjacency lists hold edge ordinals in the order edges were
-        added, so a view stops at its first edge added after it.
+        O(cone): a node's edges are listed in the order they were added (the
+        index's bulk, then its later edges), so a view stops at its first edge
+        added after it.
         """
         index = self.index
         compiled = index.adjacency(relation, self.edges, self.removals)
         if compiled is not None and origin < compiled.shape[0]:  # (later nodes have no edges)
             return _compiled_walk(compiled, origin)
-        adjacency = index.out if relation == "descendants" else index.inc
-        far = index.dst if relation == "descendants" else index.src
+        # a node's edges: those of the index's bulk (CSR), then its later ones (a list)
+        forward = relation == "descendants"
+        bulk = index.bulk.out if forward else index.bulk.inc
+        later = index.out if forward else index.inc
+        far = index.dst if forward else index.src
+        ptr, grouped = bulk.lists()
+        held = len(ptr) - 1
         removed, length, limit = index.removed, self.length, self.edges
         check = self.removals > 0
         seen = bytearray(self.n)
@@ -113,7 +119,11 @@ class IndexView:
         while i < len(order):
             u, d = order[i], hops[i] + 1
             i += 1
-            for e in adjacency[u]:
+            edges = grouped[ptr[u] : ptr[u + 1]] if u < held else []
+            more = later[u]
+            if more:
+                edges += more
+            for e in edges:
                 if e >= limit:
                     break  # edges are listed in the order they were added
                 if check and removed.get(e, NEVER) < length:
