@@ -37,7 +37,7 @@ from tests.helpers import T0
 CONFIG = {"configurable": {"thread_id": "t"}}
 
 # Per stage of a chain, in steady state (see the module docstring).
-STATEMENT_BUDGET = {"postgres": 17, "sqlite": 16}
+STATEMENT_BUDGET = {"postgres": 13, "sqlite": 16}
 """Statements per stage: a row of an ``executemany`` counts as one (it is one on the wire)."""
 
 
@@ -173,3 +173,22 @@ def test_a_commit_after_the_writer_row_was_deleted_writes_nothing(durable_databa
                 app.invoke({"goal": 2}, CONFIG)
             assert saver.store.counts() == rows
         assert saver.substrate(CONFIG) == expected_log(1)
+
+
+@pytest.mark.postgres
+def test_a_pipelined_commit_that_raises_after_its_writes_were_sent_commits_none(postgres_url):
+    events = [event_from_dict(e) for e in stage_events(0)]
+    with open_saver(postgres_url) as saver:
+        store = saver.store
+        rows = store.counts()
+
+        def send_then_fail() -> None:
+            with store.atomic(saver.serde, pipelined=True):
+                assert store.append("t", "", None, events).seq == len(events)  # sent
+                raise RuntimeError("after the writes")
+
+        with pytest.raises(RuntimeError, match="after the writes"):
+            send_then_fail()
+        assert store.counts() == rows  # the sync that ended the pipeline committed nothing
+        assert store.append("t", "", None, events).seq == len(events)  # the connection works
+        assert store.counts()["events"] == rows["events"] + len(events)
