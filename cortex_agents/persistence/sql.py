@@ -120,6 +120,15 @@ class _SqlTransaction(Transaction):
                 doing="event row",
             )
             return
+        if self.dialect == "postgres" and len(rows) > 1:
+            # one statement, not one per row: a stage appends two events (started, completed)
+            self._run(
+                "INSERT INTO cortex_events (branch_pk, seq, body) VALUES "
+                + ", ".join(["(?, ?, ?)"] * len(rows)),
+                [v for seq, body in rows for v in (branch, seq, body)],
+                doing="event row",
+            )
+            return
         self._run(
             "INSERT INTO cortex_events (branch_pk, seq, body) VALUES (?, ?, ?)",
             [(branch, seq, body) for seq, body in rows],

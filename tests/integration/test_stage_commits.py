@@ -37,7 +37,7 @@ from tests.helpers import T0
 CONFIG = {"configurable": {"thread_id": "t"}}
 
 # Per stage of a chain, in steady state (see the module docstring).
-STATEMENT_BUDGET = {"postgres": 13, "sqlite": 16}
+STATEMENT_BUDGET = {"postgres": 10, "sqlite": 16}
 """Statements per stage: a row of an ``executemany`` counts as one (it is one on the wire)."""
 
 
