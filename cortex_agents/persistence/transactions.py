@@ -176,7 +176,7 @@ def postgres_transaction(conn: Any, *, doing: str = "", pipeline: bool = False) 
         with driver_errors(doing), conn.transaction():
             yield conn
         return
-    with driver_errors(doing), conn.cursor() as cursor:
+    with driver_errors(doing):
         try:
             # Not psycopg's transaction(): in pipeline mode it waits for the server on
             # entering and twice on leaving (its nested pipelines), three round trips more.
@@ -185,7 +185,7 @@ def postgres_transaction(conn: Any, *, doing: str = "", pipeline: bool = False) 
                 try:
                     yield conn
                 except BaseException:
-                    cursor.execute("ROLLBACK")  # else the closing sync commits what was sent
+                    conn.execute("ROLLBACK")  # else the closing sync commits what was sent
                     raise
         except BaseException as exc:
             _roll_back_open(conn, exc)
