@@ -17,7 +17,8 @@ begin/end-of-run hook, so the lock is taken around the invocation
   handle of the file; they are used only where OFD locks do not exist, with
   a process-wide registry so that savers of one process still take turns.)
 * :class:`PostgresLocks` — a session advisory lock on a dedicated
-  connection; the server releases it if the connection drops.
+  connection; the server releases it if the connection drops. A released
+  lock's connection is kept for the next hold (a few at most).
 
 ``timeout`` is how long to wait: 0 fails at once; ``None`` waits forever.
 Failing raises :class:`ThreadBusy`.
