@@ -160,14 +160,10 @@ def postgres_transaction(conn: Any, *, doing: str = "", pipeline: bool = False) 
 
     ``pipeline`` (an autocommit connection, not inside a transaction): the
     block runs in psycopg's pipeline mode, so statements whose results nobody
-    fetches go out without waiting; the block waits for the server only where
-    it fetches a result, and once at the end. No ``BEGIN`` or ``COMMIT`` is
-    sent: in the extended query protocol everything up to the pipeline's sync
-    is one transaction, which the server commits at the sync, or rolls back
-    there if a statement failed (it then skips the rest). A block that raises
-    sends ``ROLLBACK`` first, which aborts that transaction, so its sync
-    commits nothing. An error of a statement may surface at a later fetch or
-    at the sync: mapped the same way.
+    fetches go out without waiting, ``BEGIN`` with the first and ``COMMIT``
+    with the last; the block waits for the server only where it fetches a
+    result, and once at the end. An error of a statement may then surface at
+    a later fetch or at the commit: mapped the same way, and rolled back.
 
     Raises:
         StorageError: a driver error mapped (see module).
@@ -176,28 +172,26 @@ def postgres_transaction(conn: Any, *, doing: str = "", pipeline: bool = False) 
         with driver_errors(doing), conn.transaction():
             yield conn
         return
-    with driver_errors(doing):
+    with driver_errors(doing), conn.cursor() as cursor:
         try:
             # Not psycopg's transaction(): in pipeline mode it waits for the server on
             # entering and twice on leaving (its nested pipelines), three round trips more.
-            # Nor BEGIN and COMMIT: two statements per commit that the sync does anyway.
             with conn.pipeline():
-                try:
-                    yield conn
-                except BaseException:
-                    conn.execute("ROLLBACK")  # else the closing sync commits what was sent
-                    raise
+                cursor.execute("BEGIN")
+                yield conn
+                cursor.execute("COMMIT")  # sent with the pipeline's closing sync: the one wait
         except BaseException as exc:
             _roll_back_open(conn, exc)
             raise
 
 
 def _roll_back_open(conn: Any, cause: BaseException) -> None:
-    """Roll back a transaction a failed pipeline left open (there should be none).
+    """Roll back what a failed pipelined transaction left open; never hides ``cause``.
 
-    The pipeline's sync ends its transaction either way; a connection that is
-    still in one (a driver that began one of its own) gets a plain
-    ``ROLLBACK``. Never hides ``cause``.
+    After a failed statement the server skips everything up to the next sync
+    (the ``COMMIT`` too) and keeps the transaction open, aborted; a block that
+    raised never sent its ``COMMIT``. The pipeline has ended: one plain
+    ``ROLLBACK``, on failures only.
     """
     import psycopg
     from psycopg.pq import TransactionStatus

@@ -37,7 +37,7 @@ from tests.helpers import T0
 CONFIG = {"configurable": {"thread_id": "t"}}
 
 # Per stage of a chain, in steady state (see the module docstring).
-STATEMENT_BUDGET = {"postgres": 10, "sqlite": 16}
+STATEMENT_BUDGET = {"postgres": 14, "sqlite": 16}
 """Statements per stage: a row of an ``executemany`` counts as one (it is one on the wire)."""
 
 
@@ -192,3 +192,23 @@ def test_a_pipelined_commit_that_raises_after_its_writes_were_sent_commits_none(
         assert store.counts() == rows  # the sync that ended the pipeline committed nothing
         assert store.append("t", "", None, events).seq == len(events)  # the connection works
         assert store.counts()["events"] == rows["events"] + len(events)
+
+
+@pytest.mark.postgres
+def test_a_pipeline_opened_inside_a_commit_that_then_fails_leaves_nothing_written(postgres_url):
+    """psycopg syncs when a nested pipeline opens and closes: the transaction must survive it."""
+    events = [event_from_dict(e) for e in stage_events(0)]
+    with open_saver(postgres_url) as saver:
+        store = saver.store
+        rows = store.counts()
+
+        def nest_then_fail() -> None:
+            with store.atomic(saver.serde, pipelined=True):
+                assert store.append("t", "", None, events).seq == len(events)
+                with store.conn.pipeline():
+                    store.conn.execute("SELECT 1")
+                raise RuntimeError("after a nested pipeline")
+
+        with pytest.raises(RuntimeError, match="after a nested pipeline"):
+            nest_then_fail()
+        assert store.counts() == rows
