@@ -31,6 +31,7 @@ from cortex_agents.persistence.validation import validate_thread
 from cortex_agents.runtime import Runtime, WireBuilder
 from cortex_agents.runtime.clock import TickingClock
 from cortex_agents.substrate import event_from_dict
+from tests.fencing_support import table_rows
 from tests.graphs import chain_graph, expected_log, stage_events
 from tests.helpers import T0
 
@@ -168,10 +169,10 @@ def test_a_commit_after_the_writer_row_was_deleted_writes_nothing(durable_databa
             # what a damaged or hand-edited database holds
             with open_saver(db) as other, other.store.transaction() as tx:
                 tx.cursor.execute("DELETE FROM cortex_writers")
-            rows = saver.store.counts()
+            rows = table_rows(db)  # LangGraph's tables and the substrate's
             with pytest.raises(WriterFenced, match="writer row is gone"):
                 app.invoke({"goal": 2}, CONFIG)
-            assert saver.store.counts() == rows
+            assert table_rows(db) == rows
         assert saver.substrate(CONFIG) == expected_log(1)
 
 
@@ -212,3 +213,20 @@ def test_a_pipeline_opened_inside_a_commit_that_then_fails_leaves_nothing_writte
         with pytest.raises(RuntimeError, match="after a nested pipeline"):
             nest_then_fail()
         assert store.counts() == rows
+
+
+def test_a_fenced_first_commit_that_must_read_a_new_branch_key_writes_nothing(durable_database):
+    """The commit reads (a new branch's key) after the unanswered fence check: still fenced."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    db = durable_database
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"]["substrate"] = expected_log(1)  # the thread's first events
+    with open_saver(db) as saver, saver.lock("t"):
+        with open_saver(db) as other:  # another writer took the thread meanwhile
+            assert other.store.claim_writer("t") == 2
+        rows = table_rows(db)
+        with pytest.raises(WriterFenced, match=r"writer epoch 2; this writer held 1"):
+            saver.put(CONFIG, checkpoint, {"source": "input", "step": -1}, {})
+        assert table_rows(db) == rows
+        assert saver.store.counts()["branches"] == 0
