@@ -268,14 +268,16 @@ def _opened_saver(
 
         with postgres_reachable(str(db)):
             pg_store = PostgresSubstrateStore(str(db))
+        locks = PostgresLocks(str(db))
         try:
             with PostgresSaver.from_conn_string(str(db)) as pg_inner:
                 # LangGraph's migrations are not safe to run twice at once
                 with postgres_setup_lock(str(db)):
                     pg_store.setup()
                     pg_inner.setup()
-                yield CortexSaver(pg_inner, pg_store, channel=channel, locks=PostgresLocks(str(db)))
+                yield CortexSaver(pg_inner, pg_store, channel=channel, locks=locks)
         finally:
+            locks.close()
             pg_store.close()
         return
     from langgraph.checkpoint.sqlite import SqliteSaver
@@ -326,6 +328,7 @@ async def _aopened_saver(
 
         with postgres_reachable(str(db)):
             pg_store = PostgresSubstrateStore(str(db))
+        locks = PostgresLocks(str(db))
         try:
             async with AsyncPostgresSaver.from_conn_string(str(db)) as pg_inner:
                 lock = postgres_setup_lock(str(db))
@@ -335,8 +338,9 @@ async def _aopened_saver(
                     await pg_inner.setup()
                 finally:
                     await asyncio.to_thread(lock.__exit__, None, None, None)
-                yield CortexSaver(pg_inner, pg_store, channel=channel, locks=PostgresLocks(str(db)))
+                yield CortexSaver(pg_inner, pg_store, channel=channel, locks=locks)
         finally:
+            locks.close()
             pg_store.close()
         return
     import aiosqlite

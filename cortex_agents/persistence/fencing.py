@@ -13,7 +13,10 @@ the lock is held and before anything is read, and the holder keeps the value
 substrate events (``put``), a task's pending writes (``put_writes``) — runs in
 one transaction that first reads the row and writes nothing unless it still
 holds the holder's epoch (:class:`~cortex_agents.errors.WriterFenced`
-otherwise). The read cannot pass a claim that commits before it: on SQLite
+otherwise). On Postgres the runtime's commits do not wait for that read: the
+statement itself fails unless the epoch holds, and the server then skips the
+writes sent behind it and rolls the transaction back, so a commit waits for
+the server once, at its end. The read cannot pass a claim that commits before it: on SQLite
 both are write transactions, which the database runs one at a time; on
 Postgres the read is ``SELECT ... FOR SHARE``, so a claim's ``UPDATE`` of the
 row waits for the commit, and a commit waits for a claim in progress and then

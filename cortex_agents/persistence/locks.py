@@ -17,7 +17,8 @@ begin/end-of-run hook, so the lock is taken around the invocation
   handle of the file; they are used only where OFD locks do not exist, with
   a process-wide registry so that savers of one process still take turns.)
 * :class:`PostgresLocks` — a session advisory lock on a dedicated
-  connection; the server releases it if the connection drops.
+  connection; the server releases it if the connection drops. A released
+  lock's connection is kept for the next hold (a few at most).
 
 ``timeout`` is how long to wait: 0 fails at once; ``None`` waits forever.
 Failing raises :class:`ThreadBusy`.
@@ -177,9 +178,14 @@ class _PostgresLease(Lease):
 
     def _readable(self) -> bool:
         """Whether the server sent the connection anything (or closed it), without waiting."""
-        poll = select.poll()  # one per call: stages of one superstep may ask at once
-        poll.register(self._conn.fileno(), select.POLLIN | select.POLLPRI)
-        return bool(poll.poll(0))
+        return _readable(self._conn)
+
+
+def _readable(conn: Any) -> bool:
+    """Whether the server sent ``conn`` anything (or closed it), without waiting."""
+    poll = select.poll()  # one per call: stages of one superstep may ask at once
+    poll.register(conn.fileno(), select.POLLIN | select.POLLPRI)
+    return bool(poll.poll(0))
 
 
 # Where OFD locks are missing: one guard per (lock file, thread) for the whole process.
@@ -204,6 +210,9 @@ class ThreadLocks(ABC):
     def held(self) -> int:
         """How many per-thread locks this process keeps now (held or waited for; bounded)."""
         return len(self._local)
+
+    def close(self) -> None:  # noqa: B027  (optional hook)
+        """Release what the locks keep between holds (Postgres: idle lock connections)."""
 
     @contextmanager
     def hold(self, thread_id: str, timeout: float | None = 0.0) -> Iterator[Lease]:
@@ -307,11 +316,82 @@ def _lock_byte(fd: int, offset: int, *, exclusive: bool) -> None:
 
 
 class PostgresLocks(ThreadLocks):
-    """Cross-process locks on a PostgreSQL server (session advisory locks)."""
+    """Cross-process locks on a PostgreSQL server (session advisory locks).
 
-    def __init__(self, url: str) -> None:
+    Each held lock has a connection of its own (its session holds the lock,
+    and the lease watches it). A connection whose lock was released is kept
+    for the next hold, up to ``idle`` of them: opening one costs the server a
+    new backend process (about 2.5 ms of its CPU, and 0.6 ms of the worker's,
+    measured on this project's machine), once per run otherwise. A kept
+    connection the server sent anything while it sat idle (it ended the
+    session) is closed instead of used. :meth:`close` closes the kept ones.
+
+    Args:
+        url: A ``postgresql://`` connection string.
+        idle: How many released lock connections to keep (0: none).
+    """
+
+    def __init__(self, url: str, *, idle: int = 2) -> None:
         super().__init__()
         self.url = url
+        self._idle_max = idle
+        self._idle: list[Any] = []
+        self._pool = threading.Lock()
+
+    def close(self) -> None:
+        """Close the kept idle lock connections (a later hold opens a new one)."""
+        with self._pool:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+    def idle_connections(self) -> int:
+        """How many released lock connections are kept (at most ``idle``)."""
+        with self._pool:
+            return len(self._idle)
+
+    def _take(self) -> tuple[Any, bool]:
+        """A connection holding no lock, and whether it was kept from an earlier hold."""
+        import psycopg
+
+        while True:
+            with self._pool:
+                conn = self._idle.pop() if self._idle else None
+            if conn is None:
+                return psycopg.connect(self.url, autocommit=True), False
+            if conn.closed or _readable(conn):  # the server ended the session meanwhile
+                conn.close()
+                continue
+            return conn, True
+
+    def _give_back(self, conn: Any) -> None:
+        """Keep a connection that holds no lock for the next hold, or close it."""
+        from psycopg.pq import TransactionStatus
+
+        if not conn.closed and conn.info.transaction_status == TransactionStatus.IDLE:
+            with self._pool:
+                if len(self._idle) < self._idle_max:
+                    self._idle.append(conn)
+                    return
+        conn.close()
+
+    def _try_lock(self, key: int) -> tuple[Any, bool]:
+        """A connection and whether it took the lock (a kept one that fails is replaced once)."""
+        import psycopg
+
+        conn, kept = self._take()
+        try:
+            return conn, try_advisory_lock(conn, key)
+        except psycopg.OperationalError:
+            conn.close()
+            if not kept:
+                raise
+        conn = psycopg.connect(self.url, autocommit=True)  # the kept one died as it was taken
+        try:
+            return conn, try_advisory_lock(conn, key)
+        except BaseException:
+            conn.close()
+            raise
 
     @contextmanager
     def _hold_shared(
@@ -320,17 +400,26 @@ class PostgresLocks(ThreadLocks):
         import psycopg
 
         key = _key(thread_id)
-        with psycopg.connect(self.url, autocommit=True) as conn:
-            while not try_advisory_lock(conn, key):
+        conn, locked = self._try_lock(key)
+        released = False
+        try:
+            while not locked:
                 if timeout is not None and time.monotonic() - started >= timeout:
+                    released = True  # it holds nothing: kept for the next hold
                     raise ThreadBusy(thread_id, time.monotonic() - started)
                 time.sleep(_POLL)
+                locked = try_advisory_lock(conn, key)
             try:
                 yield _PostgresLease(conn)
             finally:
                 try:
-                    conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+                    released = bool(scalar(conn.execute("SELECT pg_advisory_unlock(%s)", (key,))))
                 except psycopg.Error:
                     if not conn.broken:
                         raise
                     # the connection is gone, and the server released its locks with it
+        finally:
+            if released:
+                self._give_back(conn)
+            else:
+                conn.close()

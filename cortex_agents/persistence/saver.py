@@ -198,9 +198,10 @@ class CortexSaver(BaseCheckpointSaver[str]):
         await asyncio.to_thread(self.store.setup)
 
     def close(self) -> None:
-        """Close the substrate store if this saver opened it (the inner saver is the caller's)."""
+        """Close the substrate store and locks if this saver opened them (the inner saver is the caller's)."""
         if self._owns_store:
             self.store.close()
+            self.locks.close()
 
     # -- delegation ----------------------------------------------------------------------
     @property

@@ -54,11 +54,16 @@ _ARRAY_ROWS: Final = 64
 
 
 class _SqlTransaction(Transaction):
-    """The statements, written once with ``?`` placeholders."""
+    """The statements, written once with ``?`` placeholders.
 
-    def __init__(self, cursor: Any, dialect: Dialect) -> None:
+    ``fence``: the fence this transaction's commit is checked against (inside an
+    ``atomic`` block of a lock holder), which :meth:`fence_epoch` reports.
+    """
+
+    def __init__(self, cursor: Any, dialect: Dialect, fence: Fence | None = None) -> None:
         self.cursor = cursor
         self.dialect = dialect
+        self.fence = fence
 
     def _run(
         self,
@@ -112,6 +117,15 @@ class _SqlTransaction(Transaction):
                 "INSERT INTO cortex_events (branch_pk, seq, body) SELECT ?::bigint, u.seq, u.body "
                 "FROM unnest(%b::bigint[], %b::text[]) AS u(seq, body)",
                 (branch, [seq for seq, _ in rows], [body for _, body in rows]),
+                doing="event row",
+            )
+            return
+        if self.dialect == "postgres" and len(rows) > 1:
+            # one statement, not one per row: a stage appends two events (started, completed)
+            self._run(
+                "INSERT INTO cortex_events (branch_pk, seq, body) VALUES "
+                + ", ".join(["(?, ?, ?)"] * len(rows)),
+                [v for seq, body in rows for v in (branch, seq, body)],
                 doing="event row",
             )
             return
@@ -259,6 +273,62 @@ class _SqlTransaction(Transaction):
         if found != fence.epoch:
             raise fenced(fence, found)
 
+    def send_fence_check(self, fence: Fence | None) -> None:
+        """Postgres, pipelined: check the fence without waiting for the answer.
+
+        The statement reads the writer row ``FOR SHARE`` (as :meth:`writer_epoch`)
+        and fails unless it holds the fence's epoch: the text it then casts is no
+        integer, and names the epoch found (:func:`_fenced_epoch_in`). A failed
+        statement makes the server skip everything after it up to the pipeline's
+        sync and roll the transaction back, so the writes sent behind it never
+        land, and the commit waits for the server once instead of twice.
+        """
+        if fence is None or fence.epoch is None:
+            return
+        self._run(
+            "WITH w AS MATERIALIZED (SELECT (SELECT epoch FROM cortex_writers "
+            "WHERE thread_id = ? FOR SHARE) AS found) "
+            "SELECT CASE WHEN found IS NOT DISTINCT FROM ?::bigint THEN 0 "
+            f"ELSE ('{_FENCE_MARK}' || COALESCE(found::text, 'none'))::int END FROM w",
+            (fence.thread_id, fence.epoch),
+            doing="writer row",
+        )
+
+    def fence_epoch(self, thread_id: str) -> int | None:
+        if self.fence is None or self.fence.thread_id != thread_id:
+            return None
+        return self.fence.epoch
+
+
+_FENCE_MARK: Final = "cortex-writer-fenced:"
+"""What a failed pipelined fence check casts to an integer, followed by the epoch found."""
+
+
+class _NotFenced:
+    """:func:`_fenced_epoch_in`'s answer for an error that is not a failed fence check."""
+
+
+_NOT_FENCED: Final = _NotFenced()
+
+
+def _fenced_epoch_in(exc: BaseException) -> int | _NotFenced | None:
+    """The writer epoch a failed :meth:`_SqlTransaction.send_fence_check` found (``None``: no row).
+
+    ``_NOT_FENCED`` when neither ``exc`` nor its causes is that statement's error.
+    """
+    seen: BaseException | None = exc
+    for _ in range(8):  # the driver's error, mapped and chained at most a few times
+        if seen is None:
+            break
+        if getattr(seen, "sqlstate", None) == "22P02":  # invalid_text_representation
+            found = str(seen).partition(_FENCE_MARK)[2].partition('"')[0]
+            if found == "none":
+                return None
+            if found.isdigit():
+                return int(found)
+        seen = seen.__cause__ or seen.__context__
+    return _NOT_FENCED
+
 
 def _epoch(value: Any, thread_id: str) -> int:
     """A writer epoch as stored; anything but an integer is a damaged row."""
@@ -392,6 +462,7 @@ class SqliteSubstrateStore(SubstrateStore):
         )
         self._conn_lock = connection_lock if connection_lock is not None else threading.Lock()
         self._atomic_thread: int | None = None
+        self._atomic_fence: Fence | None = None
         self._joint_saver: BaseCheckpointSaver[str] | None = None
 
     @contextmanager
@@ -405,7 +476,7 @@ class SqliteSubstrateStore(SubstrateStore):
                 another user of a shared connection left a transaction open.
         """
         if self._atomic_thread == threading.get_ident():
-            yield _SqlTransaction(self.conn.cursor(), "sqlite")
+            yield _SqlTransaction(self.conn.cursor(), "sqlite", self._atomic_fence)
             return
         with self._lock, self._conn_lock, sqlite_transaction(self.conn, write=write):
             yield _SqlTransaction(self.conn.cursor(), "sqlite")
@@ -447,12 +518,14 @@ class SqliteSubstrateStore(SubstrateStore):
                 with sqlite_transaction(self.conn, doing=doing):
                     self._atomic_thread = threading.get_ident()
                     _SqlTransaction(self.conn, "sqlite").check_fence(fence)
+                    self._atomic_fence = fence
                     yield saver
             except BaseException:
                 self.forget_cached()
                 raise
             finally:
                 self._atomic_thread = None
+                self._atomic_fence = None
 
     def setup(self) -> None:
         """Create or migrate the substrate tables."""
@@ -511,6 +584,7 @@ class PostgresSubstrateStore(SubstrateStore):
         self.conn = psycopg.connect(url, autocommit=True)
         self._joint_saver: BaseCheckpointSaver[str] | None = None
         self._atomic_thread: int | None = None
+        self._atomic_fence: Fence | None = None
 
     @contextmanager
     def transaction(self, *, write: bool = True) -> Iterator[Transaction]:
@@ -525,7 +599,7 @@ class PostgresSubstrateStore(SubstrateStore):
         """
         if self._atomic_thread == threading.get_ident():
             with self.conn.cursor() as cursor:
-                yield _SqlTransaction(cursor, "postgres")
+                yield _SqlTransaction(cursor, "postgres", self._atomic_fence)
             return
         with self._lock, postgres_transaction(self.conn), self.conn.cursor() as cursor:
             yield _SqlTransaction(cursor, "postgres")
@@ -546,9 +620,11 @@ class PostgresSubstrateStore(SubstrateStore):
         together at the end.
 
         ``pipelined`` (the runtime's commits): the block runs in psycopg's
-        pipeline mode, so it waits for the server where it reads (the fence,
-        a branch's head) and once at the commit, not once per statement. The
-        fence is still read, and checked, before anything is written.
+        pipeline mode, so it waits for the server only where it reads (a new
+        branch's key) and once at the commit, not once per statement. The
+        fence is checked first, by a statement that fails unless the epoch
+        holds (:meth:`_SqlTransaction.send_fence_check`): nothing after it is
+        executed then, and the block raises :class:`WriterFenced`.
 
         Raises:
             WriterFenced: ``fence`` is given and the thread's writer epoch is
@@ -556,24 +632,41 @@ class PostgresSubstrateStore(SubstrateStore):
         """
         if self._atomic_thread == threading.get_ident():  # nested (an import's put): part of it
             with self._lock:
-                yield self._joined(serde, fence)
+                yield self._joined(serde, fence, pipelined=False)
             return
         try:
             with self._lock, postgres_transaction(self.conn, doing=doing, pipeline=pipelined):
                 self._atomic_thread = threading.get_ident()
                 try:
-                    yield self._joined(serde, fence)
+                    saver = self._joined(serde, fence, pipelined=pipelined)
+                    self._atomic_fence = fence
+                    yield saver
                 finally:
                     self._atomic_thread = None
-        except BaseException:
+                    self._atomic_fence = None
+        except BaseException as exc:
             self.forget_cached()
+            if fence is not None and pipelined:
+                found = _fenced_epoch_in(exc)
+                if not isinstance(found, _NotFenced):
+                    raise fenced(fence, found) from exc
             raise
 
-    def _joined(self, serde: Any, fence: Fence | None) -> BaseCheckpointSaver[str]:
-        """Check the fence (if any) in the open transaction; the saver whose writes join it."""
+    def _joined(
+        self, serde: Any, fence: Fence | None, *, pipelined: bool
+    ) -> BaseCheckpointSaver[str]:
+        """Check the fence (if any) in the open transaction; the saver whose writes join it.
+
+        ``pipelined``: the check is sent, not waited for (a failure surfaces
+        at the block's next read or its commit).
+        """
         if fence is not None:
             with self.conn.cursor() as cursor:
-                _SqlTransaction(cursor, "postgres").check_fence(fence)
+                tx = _SqlTransaction(cursor, "postgres")
+                if pipelined:
+                    tx.send_fence_check(fence)
+                else:
+                    tx.check_fence(fence)
         saver = self._joint_saver
         if saver is None:  # built once: its construction probes libpq's capabilities
             saver = _joined_saver(self.conn)

@@ -196,6 +196,15 @@ class Transaction(ABC):
         this transaction ends (see :mod:`cortex_agents.persistence.fencing`)."""
         return None
 
+    def fence_epoch(self, thread_id: str) -> int | None:
+        """The writer epoch this transaction's commit is checked against for the thread.
+
+        ``None``: the commit is not fenced for it (no lock holder's ``atomic``
+        block, or a store without writer rows). Where it is, the commit lands
+        only if no other writer took the thread since that epoch was claimed.
+        """
+        return None
+
 
 class SubstrateStore(ABC):
     """Append-only substrate storage with one protocol over several backends.
@@ -210,6 +219,8 @@ class SubstrateStore(ABC):
             OrderedDict()
         )
         self._buffers: OrderedDict[int, LogBuffer] = OrderedDict()
+        # branch -> (thread, writer epoch, head seq) after this store's fenced appends
+        self._heads: OrderedDict[int, tuple[str, int, int]] = OrderedDict()
         self._cache_branches = cache_branches
         self._cache_lineages = cache_lineages
 
@@ -284,6 +295,8 @@ class SubstrateStore(ABC):
                 for key in created:
                     self._lineages.pop(key, None)
                     self._buffers.pop(key, None)
+                    self._heads.pop(key, None)
+                self._heads.pop(parent.branch, None)
                 raise
             if adopted:  # the same events were already stored after the parent
                 return Cursor(branch, parent.seq + len(bodies))
@@ -312,8 +325,10 @@ class SubstrateStore(ABC):
                 created.append(branch)
             else:
                 chain = self._lineage(tx, parent.branch, thread_id, checkpoint_ns)
-                head = tx.head(parent.branch)
-                head = chain[-1].base if head is None else head
+                head = self._fenced_head(tx, parent.branch, thread_id)
+                if head is None:
+                    head = tx.head(parent.branch)
+                    head = chain[-1].base if head is None else head
                 if parent.seq > head:
                     raise StorageError(
                         "integrity", f"cursor {parent} is beyond its branch's {head} events"
@@ -346,7 +361,35 @@ class SubstrateStore(ABC):
                 if type(e) is EdgeAdded
             ]
             tx.insert_edges(branch, edges, visible)
+            self._note_head(tx, branch, thread_id, start + len(bodies))
         return branch, False
+
+    def _fenced_head(self, tx: Transaction, branch: int, thread_id: str) -> int | None:
+        """The branch's head as this store's last append left it, if that still holds.
+
+        It holds when that append and this transaction are fenced on the same
+        writer epoch of the thread: every writer claims a new epoch before it
+        writes, so no other writer committed to the thread in between (a commit
+        of this store that rolled back cleared the entry). ``None``: unknown,
+        read it. A writer that holds no lock is not fenced, and gets no entry.
+        """
+        epoch = tx.fence_epoch(thread_id)
+        known = self._heads.get(branch) if epoch is not None else None
+        if known is None or known[:2] != (thread_id, epoch):
+            return None
+        self._heads.move_to_end(branch)
+        return known[2]
+
+    def _note_head(self, tx: Transaction, branch: int, thread_id: str, head: int) -> None:
+        """Remember the branch's head after an append (forget it after an unfenced one)."""
+        epoch = tx.fence_epoch(thread_id)
+        if epoch is None:
+            self._heads.pop(branch, None)
+            return
+        self._heads[branch] = (thread_id, epoch, head)
+        self._heads.move_to_end(branch)
+        while len(self._heads) > self._cache_lineages:
+            self._heads.popitem(last=False)
 
     def read(self, thread_id: str, checkpoint_ns: str, cursor: Cursor) -> SubstrateLog:
         """The log visible at ``cursor`` (O(1) when its branch is cached).
@@ -406,6 +449,7 @@ class SubstrateStore(ABC):
             for branch in deleted:
                 self._buffers.pop(branch, None)
                 self._lineages.pop(branch, None)
+                self._heads.pop(branch, None)
 
     def counts(self) -> dict[str, int]:
         """Rows per table (branches, events, nodes, edges)."""
@@ -426,6 +470,7 @@ class SubstrateStore(ABC):
         with self._lock:
             self._buffers.clear()
             self._lineages.clear()
+            self._heads.clear()
 
     def branches(self) -> Iterator[int]:
         """Branch keys held in the cache (for tests and diagnostics)."""
@@ -434,4 +479,8 @@ class SubstrateStore(ABC):
     def cache_sizes(self) -> dict[str, int]:
         """How many entries each in-memory cache holds (every one is bounded)."""
         with self._lock:
-            return {"buffers": len(self._buffers), "lineages": len(self._lineages)}
+            return {
+                "buffers": len(self._buffers),
+                "lineages": len(self._lineages),
+                "heads": len(self._heads),
+            }

@@ -141,3 +141,51 @@ def test_locking_and_releasing_another_thread_keeps_a_held_lock(durable_database
         checker.start()
         checker.join(60)
         assert result.get(timeout=10) == "busy"
+
+
+def _advisory_holders(url: str) -> list[int]:
+    """Backend pids holding an advisory lock in the database."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted "
+            "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+        ).fetchall()
+    return [row[0] for row in rows]
+
+
+@pytest.mark.postgres
+def test_a_released_lock_connection_serves_the_next_hold_unless_the_server_ended_it(
+    postgres_url,
+):
+    pool = locks.PostgresLocks(postgres_url, idle=2)
+    try:
+        with pool.hold("a"):
+            (first,) = _advisory_holders(postgres_url)
+        assert _advisory_holders(postgres_url) == []  # released, the session kept
+        with pool.hold("b"):
+            assert _advisory_holders(postgres_url) == [first]  # no new backend for it
+        with pool.hold("c"), pool.hold("d"), pool.hold("e"):
+            assert len(set(_advisory_holders(postgres_url))) == 3
+        assert pool.idle_connections() == 2  # at most `idle` kept
+        assert _end_idle_sessions(postgres_url) == 2  # the server ends the kept ones
+        with pool.hold("f") as lease:
+            (holder,) = _advisory_holders(postgres_url)
+            assert holder != first and lease.lost() is None
+    finally:
+        pool.close()
+    assert pool.idle_connections() == 0
+
+
+def _end_idle_sessions(url: str) -> int:
+    """Terminate this database's other idle sessions (a lock pool's kept connections)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND state = 'idle' AND pid <> pg_backend_pid()"
+        ).fetchall()
+    assert all(row[0] for row in rows)
+    return len(rows)

@@ -1,0 +1,232 @@
+"""What one stage costs the database: statements, and reads the commit waits for.
+
+A stage of a chain commits twice (its pending writes, then the superstep's
+checkpoint with its substrate events), each in one transaction. These tests
+count, per stage of a run, the statements the saver sends and the results it
+fetches in the middle of a commit (on Postgres each such fetch is a round trip
+the worker waits for; a commit's own end is not a fetch). The counts are the
+marginal ones: a 12-stage chain minus a 4-stage chain, over 8, so a run's own
+fixed work (the lock, the writer claim, the first checkpoints) cancels out.
+They are budgets that a change adding a statement or a read to every stage
+breaks; a change removing one only makes them loose.
+
+The cached branch head that saves a read is only trusted under the writer
+epoch it was seen with: the last test takes the thread away between two runs
+of one saver and leaves events beyond its checkpoint, as a writer that
+crashed before its checkpoint would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from cortex_agents.errors import WriterFenced
+from cortex_agents.persistence import open_saver
+from cortex_agents.persistence.store import Cursor
+from cortex_agents.persistence.validation import validate_thread
+from cortex_agents.runtime import Runtime, WireBuilder
+from cortex_agents.runtime.clock import TickingClock
+from cortex_agents.substrate import event_from_dict
+from tests.fencing_support import table_rows
+from tests.graphs import chain_graph, expected_log, stage_events
+from tests.helpers import T0
+
+CONFIG = {"configurable": {"thread_id": "t"}}
+
+# Per stage of a chain, in steady state (see the module docstring).
+STATEMENT_BUDGET = {"postgres": 14, "sqlite": 16}
+"""Statements per stage: a row of an ``executemany`` counts as one (it is one on the wire)."""
+
+
+def chain(n: int) -> Any:
+    builder = WireBuilder(f"chain{n}").kind("step", lambda ctx: {"i": ctx.stage_id})
+    for i in range(n):
+        builder.stage(f"s{i:02d}", "step", after=[f"s{i - 1:02d}"] if i else [])
+    return builder.build()
+
+
+class Counts:
+    """Statements sent and mid-transaction fetches, while counting is on."""
+
+    def __init__(self) -> None:
+        self.statements: list[str] = []
+        self.fetches = 0
+        self.on = False
+
+    def statement(self, sql: Any, rows: int = 1) -> None:
+        if self.on:
+            self.statements += [" ".join(str(sql).split())] * rows
+
+
+@contextmanager
+def counting_postgres(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counts]:
+    """Count what every psycopg cursor executes and fetches (a fetch is a wait for the server)."""
+    import psycopg
+
+    counts = Counts()
+    execute, executemany = psycopg.Cursor.execute, psycopg.Cursor.executemany
+
+    def counted_execute(self: Any, query: Any, params: Any = None, **kw: Any) -> Any:
+        counts.statement(query)
+        return execute(self, query, params, **kw)
+
+    def counted_executemany(self: Any, query: Any, params_seq: Any, **kw: Any) -> Any:
+        params_seq = list(params_seq)
+        counts.statement(query, len(params_seq))
+        return executemany(self, query, params_seq, **kw)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", counted_execute)
+    monkeypatch.setattr(psycopg.Cursor, "executemany", counted_executemany)
+    for name in ("fetchone", "fetchall", "fetchmany"):
+        original = getattr(psycopg.Cursor, name)
+
+        def fetch(self: Any, *args: Any, _original: Callable[..., Any] = original) -> Any:
+            if counts.on and self.connection._pipeline is not None:
+                counts.fetches += 1
+            return _original(self, *args)
+
+        monkeypatch.setattr(psycopg.Cursor, name, fetch)
+    yield counts
+
+
+def per_stage(
+    db: str, counts: Counts, trace: Callable[[Any], None] | None = None
+) -> tuple[float, float]:
+    """Statements and fetches per stage: (12-stage run - 4-stage run) / 8, each wire warmed first."""
+    with open_saver(db) as saver:
+        if trace is not None:
+            trace(saver)
+        sent, fetched = {}, {}
+        for n in (4, 12):
+            runtime = Runtime(chain(n), saver, clock=TickingClock(T0))
+            runtime.run(f"warm-{n}")
+            before, fetches = len(counts.statements), counts.fetches
+            counts.on = True
+            result = runtime.run(f"run-{n}")
+            counts.on = False
+            assert result.complete and len(result.state.nodes) == n
+            sent[n], fetched[n] = len(counts.statements) - before, counts.fetches - fetches
+    return (sent[12] - sent[4]) / 8, (fetched[12] - fetched[4]) / 8
+
+
+@pytest.mark.postgres
+def test_a_postgres_stage_sends_its_budget_of_statements_and_waits_only_at_commits(
+    postgres_url, monkeypatch
+):
+    with counting_postgres(monkeypatch) as counts:
+        statements, fetches = per_stage(postgres_url, counts)
+    assert statements <= STATEMENT_BUDGET["postgres"], statements
+    # the fence is checked, and the branch head known, without a read: a stage's commits
+    # fetch nothing before their end (a run fetches its new branch's key, once)
+    assert fetches == 0, fetches
+    assert counts.fetches > 0  # the counting sees fetches where there are some
+    assert not any("MAX(seq)" in s for s in counts.statements)
+
+
+def test_a_sqlite_stage_sends_its_budget_of_statements(tmp_path):
+    counts = Counts()
+
+    def trace(saver: Any) -> None:
+        saver.store.conn.set_trace_callback(counts.statement)
+
+    statements, _ = per_stage(str(tmp_path / "run.db"), counts, trace)
+    assert statements <= STATEMENT_BUDGET["sqlite"], statements
+    assert not any("MAX(seq)" in s for s in counts.statements)
+
+
+def test_a_writer_taking_the_thread_again_sees_what_another_appended_meanwhile(
+    durable_database,
+):
+    db = durable_database
+    with open_saver(db) as a, open_saver(db) as b:
+        app = chain_graph().compile(checkpointer=a)
+        with a.lock("t"):
+            app.invoke({"goal": 2}, CONFIG)  # a knows the branch head, under epoch 1
+        with b.lock("t"):  # epoch 2: events beyond the checkpoint, never checkpointed
+            stored = b.inner.get_tuple(CONFIG).checkpoint["channel_values"]["substrate"]
+            cursor = Cursor.decode(stored)
+            lost = [event_from_dict(e) for e in stage_events(2, "lost")]
+            assert b.store.append("t", "", cursor, lost).seq == cursor.seq + len(lost)
+        with a.lock("t"):  # epoch 3: a's head of epoch 1 no longer holds
+            app.invoke({"goal": 3}, CONFIG)
+        assert a.substrate(CONFIG) == expected_log(3)
+        assert validate_thread(a, "t").valid
+    with open_saver(db) as fresh:  # read back from rows alone
+        assert fresh.substrate(CONFIG) == expected_log(3)
+        assert fresh.store.counts()["branches"] == 2  # the first, holding the lost events; a fork
+
+
+def test_a_commit_after_the_writer_row_was_deleted_writes_nothing(durable_database):
+    db = durable_database
+    with open_saver(db) as saver:
+        app = chain_graph().compile(checkpointer=saver)
+        with saver.lock("t"):
+            app.invoke({"goal": 1}, CONFIG)
+            # what a damaged or hand-edited database holds
+            with open_saver(db) as other, other.store.transaction() as tx:
+                tx.cursor.execute("DELETE FROM cortex_writers")
+            rows = table_rows(db)  # LangGraph's tables and the substrate's
+            with pytest.raises(WriterFenced, match="writer row is gone"):
+                app.invoke({"goal": 2}, CONFIG)
+            assert table_rows(db) == rows
+        assert saver.substrate(CONFIG) == expected_log(1)
+
+
+@pytest.mark.postgres
+def test_a_pipelined_commit_that_raises_after_its_writes_were_sent_commits_none(postgres_url):
+    events = [event_from_dict(e) for e in stage_events(0)]
+    with open_saver(postgres_url) as saver:
+        store = saver.store
+        rows = store.counts()
+
+        def send_then_fail() -> None:
+            with store.atomic(saver.serde, pipelined=True):
+                assert store.append("t", "", None, events).seq == len(events)  # sent
+                raise RuntimeError("after the writes")
+
+        with pytest.raises(RuntimeError, match="after the writes"):
+            send_then_fail()
+        assert store.counts() == rows  # the sync that ended the pipeline committed nothing
+        assert store.append("t", "", None, events).seq == len(events)  # the connection works
+        assert store.counts()["events"] == rows["events"] + len(events)
+
+
+@pytest.mark.postgres
+def test_a_pipeline_opened_inside_a_commit_that_then_fails_leaves_nothing_written(postgres_url):
+    """psycopg syncs when a nested pipeline opens and closes: the transaction must survive it."""
+    events = [event_from_dict(e) for e in stage_events(0)]
+    with open_saver(postgres_url) as saver:
+        store = saver.store
+        rows = store.counts()
+
+        def nest_then_fail() -> None:
+            with store.atomic(saver.serde, pipelined=True):
+                assert store.append("t", "", None, events).seq == len(events)
+                with store.conn.pipeline():
+                    store.conn.execute("SELECT 1")
+                raise RuntimeError("after a nested pipeline")
+
+        with pytest.raises(RuntimeError, match="after a nested pipeline"):
+            nest_then_fail()
+        assert store.counts() == rows
+
+
+def test_a_fenced_first_commit_that_must_read_a_new_branch_key_writes_nothing(durable_database):
+    """The commit reads (a new branch's key) after the unanswered fence check: still fenced."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    db = durable_database
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"]["substrate"] = expected_log(1)  # the thread's first events
+    with open_saver(db) as saver, saver.lock("t"):
+        with open_saver(db) as other:  # another writer took the thread meanwhile
+            assert other.store.claim_writer("t") == 2
+        rows = table_rows(db)
+        with pytest.raises(WriterFenced, match=r"writer epoch 2; this writer held 1"):
+            saver.put(CONFIG, checkpoint, {"source": "input", "step": -1}, {})
+        assert table_rows(db) == rows
+        assert saver.store.counts()["branches"] == 0
