@@ -32,12 +32,15 @@ sys.path.insert(0, str(ROOT / "tools"))
 import eval_reviews  # noqa: E402
 
 
-def test_the_heldout_replay_equals_its_recorded_table(capsys: pytest.CaptureFixture[str]) -> None:
-    recorded = load_recorded(FOLDER, "heldout")["table"]
-    assert eval_reviews.main(["--split", "heldout", "--json"]) == 0
+@pytest.mark.parametrize("split", ["heldout", "dev"])
+def test_the_replay_of_a_split_equals_its_recorded_table(
+    split: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recorded = load_recorded(FOLDER, split)["table"]
+    assert eval_reviews.main(["--split", split, "--json"]) == 0
     printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert printed == {k: recorded[k] for k in ("cases", "split", "model", "arms")}
-    assert printed["cases"] == len(build_review_cases("heldout"))
+    assert printed["cases"] == len(build_review_cases(split))  # every case of the split
     assert set(printed["arms"]) == set(ARMS)
     # the topological reviewers called the memory tool; the classic and oracle ones could not
     arms = printed["arms"]
