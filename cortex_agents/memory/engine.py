@@ -216,9 +216,10 @@ def _influence(
     ranked = pair_order(index.depths(cone), index.labels(cone))  # (depth, id) ascending
     if relation == "ancestors":
         ranked = ranked[::-1]
+    canonical = cone[ranked]  # the origin comes first
     position = np.empty(index.n, dtype=np.int64)
-    position[cone[ranked]] = np.arange(k)  # the origin comes first
-    found = index.successors(relation, cone[ranked])
+    position[canonical] = np.arange(k)
+    found = index.successors(relation, canonical)
     if found is not None:  # grouped by position already
         counts = found[0]
         columns = np.repeat(np.arange(k, dtype=np.int64), counts)
