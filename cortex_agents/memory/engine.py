@@ -50,12 +50,12 @@ from cortex_agents.memory.entities import names_in
 from cortex_agents.memory.feedback import FEEDBACK_SCORER, feedback_text
 from cortex_agents.memory.lexical import BM25
 from cortex_agents.memory.match import Match, Ranking
-from cortex_agents.memory.radix import stable_order, then_by
+from cortex_agents.memory.radix import pair_order
 from cortex_agents.memory.scorers import Blend
 from cortex_agents.memory.scoring import MICROS_PER_SECOND, clamp_axis
 from cortex_agents.memory.semantic import SemanticScorer, TokenJaccard
 from cortex_agents.memory.snapshot import MemorySnapshot
-from cortex_agents.memory.spec import Query, WalkSpec
+from cortex_agents.memory.spec import Query, WalkSpec, Weights
 from cortex_agents.timestamps import to_micros
 
 if TYPE_CHECKING:
@@ -70,8 +70,6 @@ MEMO_ENTRIES: Final = 16
 """Entries each table of a :class:`QueryMemo` keeps (least recently used out)."""
 
 FloatArray = npt.NDArray[np.float64]
-_LABEL_SHIFT: Final = 2**62
-"""Id labels lie in [-2**62, 2**62] (:mod:`cortex_agents.memory.idorder`): shifted, in [0, 2**63)."""
 _RELATIONS: Final[dict[str, tuple[str, ...]]] = {
     "ancestors": ("ancestors",),
     "descendants": ("descendants",),
@@ -114,16 +112,48 @@ class _Walk:
     hops: IntArray
 
 
-@dataclass(frozen=True, slots=True)
 class _Columns:
-    """What a view holds of a candidate set that no query changes, read once per memo."""
+    """What a view holds of a candidate set that no query changes, memoised with it.
 
-    settled: npt.NDArray[np.bool_]
-    kinds: IntArray
-    observed: IntArray
-    labels: IntArray
-    graph: FloatArray  # the graph axis, clamped
-    temporal: _Recent[tuple[int, float], FloatArray]  # (reference, time scale) -> temporal axis
+    Each column is read from the view when a query first needs it: a query
+    that filters no kinds never gathers them.
+
+    Attributes:
+        graph: The graph axis, clamped.
+        temporal: ``(reference, time scale) -> temporal axis``.
+    """
+
+    __slots__ = ("_index", "_kinds", "_nodes", "_observed", "_settled", "graph", "temporal")
+
+    def __init__(self, index: IndexView, nodes: IntArray, graph: FloatArray) -> None:
+        self._index = index
+        self._nodes = nodes
+        self._settled: npt.NDArray[np.bool_] | None = None
+        self._kinds: IntArray | None = None
+        self._observed: IntArray | None = None
+        self.graph = graph
+        self.temporal: _Recent[tuple[int, float], FloatArray] = _Recent()
+
+    @property
+    def settled(self) -> npt.NDArray[np.bool_]:
+        """Whether each candidate had completed."""
+        if self._settled is None:
+            self._settled = self._index.settled(self._nodes)
+        return self._settled
+
+    @property
+    def kinds(self) -> IntArray:
+        """The interned stage kind of each candidate."""
+        if self._kinds is None:
+            self._kinds = self._index.kind_ids(self._nodes)
+        return self._kinds
+
+    @property
+    def observed(self) -> IntArray:
+        """When each candidate was observed, in epoch microseconds."""
+        if self._observed is None:
+            self._observed = self._index.observed_us(self._nodes)
+        return self._observed
 
     def temporal_at(self, reference_us: int, time_scale: float) -> FloatArray:
         """The temporal axis of every candidate, aged from ``reference_us`` (memoised)."""
@@ -178,42 +208,29 @@ def _influence(
     cached = memo.influence.recent(key)
     if cached is not None:
         return cached
-    import scipy.sparse as sp  # type: ignore[import-untyped]  # (no stubs) influence only
     from scipy.sparse.linalg import spsolve_triangular  # type: ignore[import-untyped]  # no stubs
 
     walk = _walk(index, relation, origin, memo)
     cone = np.concatenate(([origin], walk.nodes))
     k = len(cone)
-    # (depth, id) ascending, by radix passes: labels (shifted to be non-negative), then depths
-    ranked = then_by(stable_order(index.labels(cone) + _LABEL_SHIFT), index.depths(cone))
+    ranked = pair_order(index.depths(cone), index.labels(cone))  # (depth, id) ascending
     if relation == "ancestors":
         ranked = ranked[::-1]
+    canonical = cone[ranked]  # the origin comes first
     position = np.empty(index.n, dtype=np.int64)
-    position[cone[ranked]] = np.arange(k)  # the origin comes first
-    found = index.successors(relation, cone[ranked])
-    if found is not None:  # grouped by position already; scipy orders rows within a column
-        counts, rows_off = found[0], position[found[1]]
+    position[canonical] = np.arange(k)
+    found = index.successors(relation, canonical)
+    if found is not None:  # grouped by position already
+        counts = found[0]
+        columns = np.repeat(np.arange(k, dtype=np.int64), counts)
+        rows = position[found[1]]
     else:
         src, dst = index.cone_edges(relation, cone)
-        from_pos, to_pos = position[src], position[dst]
-        counts = np.bincount(from_pos, minlength=k)
-        rows_off = to_pos[then_by(stable_order(to_pos), from_pos)]  # by (from, to)
+        columns, rows = position[src], position[dst]
+        counts = np.bincount(columns, minlength=k)
     # alpha / outdeg(u), as the reference computes it; sinks (outdeg 0) own no entries.
     weights = -(alpha / np.maximum(counts, 1).astype(np.float64))
-    offdiag = len(rows_off)
-
-    # Column j holds its unit diagonal first (row j < every successor row), then its successors.
-    indptr = np.concatenate(([0], np.cumsum(counts + 1)))
-    rows = np.empty(offdiag + k, dtype=np.int64)
-    data = np.empty(offdiag + k, dtype=np.float64)
-    diag_at = indptr[:-1]
-    rows[diag_at] = np.arange(k)
-    data[diag_at] = 1.0
-    off_mask = np.ones(offdiag + k, dtype=bool)
-    off_mask[diag_at] = False
-    rows[off_mask] = rows_off
-    data[off_mask] = np.repeat(weights, counts)
-    system = sp.csc_array((data, rows, indptr), shape=(k, k))
+    system = _unit_lower(columns, rows, counts, weights)
     rhs = np.zeros(k, dtype=np.float64)
     rhs[0] = 1.0
     solved = spsolve_triangular(
@@ -224,6 +241,30 @@ def _influence(
         memo.influence[key] = result
         memo.influence_computations += 1
     return result
+
+
+def _unit_lower(columns: IntArray, rows: IntArray, counts: IntArray, weights: FloatArray) -> Any:
+    """The CSC matrix with a unit diagonal and ``weights[j]`` at each ``(rows[i], j = columns[i])``.
+
+    ``k = len(counts)`` columns, column ``j`` holding ``counts[j]`` entries
+    below the diagonal. In canonical form (rows ascending within a column, the
+    diagonal first), so scipy's solve takes it without sorting: every entry is
+    packed as ``column << b | row`` and the packed values sorted once.
+    """
+    import scipy.sparse as sp  # type: ignore[import-untyped]  # (no stubs) influence only
+
+    k = len(counts)
+    bits = max(k - 1, 1).bit_length()
+    diagonal = np.arange(k, dtype=np.int64) * ((1 << bits) + 1)  # (j, j)
+    packed = np.concatenate((diagonal, (columns << bits) | rows))
+    packed.sort()
+    indptr = np.zeros(k + 1, dtype=np.int64)
+    np.cumsum(counts + 1, out=indptr[1:])
+    data = np.repeat(weights, counts + 1)
+    data[indptr[:-1]] = 1.0  # the diagonal: row j, first in column j
+    small = np.int32 if k < 2**31 - 1 else np.int64  # what SuperLU takes (no copy to cast)
+    entries = (packed & ((1 << bits) - 1)).astype(small)
+    return sp.csc_array((data, entries, indptr.astype(small)), shape=(k, k))
 
 
 def _merged(
@@ -275,22 +316,19 @@ def _columns(
     key = (origin, spec.direction, spec.prior, spec.alpha if spec.prior == "influence" else 0.0)
     cached = memo.columns.recent(key)
     if cached is None:
-        cached = _Columns(
-            index.settled(nodes),
-            index.kind_ids(nodes),
-            index.observed_us(nodes),
-            index.labels(nodes),
-            _clamp(graph),
-            _Recent(),
-        )
+        cached = _Columns(index, nodes, _clamp(graph))
         memo.columns[key] = cached
     return cached
 
 
 def _temporal(observed: IntArray, reference_us: int, time_scale: float) -> FloatArray:
     """``1 / (1 + age / time_scale)``, ages in seconds before ``reference_us`` (never negative)."""
-    age = np.maximum(reference_us - observed, 0) / MICROS_PER_SECOND
-    temporal: FloatArray = 1.0 / (1.0 + age / time_scale)
+    ages = reference_us - observed
+    np.maximum(ages, 0, out=ages)
+    temporal: FloatArray = ages / MICROS_PER_SECOND
+    temporal /= time_scale  # (in place: the same operations, in the same order, fewer arrays)
+    temporal += 1.0
+    np.divide(1.0, temporal, out=temporal)
     return temporal
 
 
@@ -368,7 +406,6 @@ def _feedback(
     spec: WalkSpec,
     nodes: IntArray,
     hops: IntArray,
-    ranks: IntArray,
     score: FloatArray,
     semantic: FloatArray,
 ) -> FloatArray:
@@ -376,7 +413,7 @@ def _feedback(
     depth = min(spec.feedback_depth, len(nodes))
     cut = -np.partition(-score, depth - 1)[depth - 1]
     near = np.flatnonzero(score >= cut)  # the first `depth`, and every tie at the cut
-    first = near[np.lexsort((ranks[near], hops[near], -score[near]))][:depth]
+    first = near[np.lexsort((index.labels(nodes[near]), hops[near], -score[near]))][:depth]
     fields = index.fields(query.extractor)
     assert query.text is not None  # (the caller checked)
     text = feedback_text(query.text, [fields.body(int(nodes[i])) for i in first.tolist()])
@@ -387,13 +424,30 @@ def _feedback(
     return raised
 
 
+def _fuse(w: Weights, graph: FloatArray, temporal: FloatArray, semantic: FloatArray) -> FloatArray:
+    """``(w.graph * graph + w.temporal * temporal + w.semantic * semantic) / w.total``.
+
+    The same operations in the same order (so the same floats), in two arrays.
+    """
+    score: FloatArray = np.multiply(graph, w.graph)
+    part = np.multiply(temporal, w.temporal)
+    score += part
+    np.multiply(semantic, w.semantic, out=part)
+    score += part
+    score /= w.total
+    return score
+
+
 def _output(raw: Any, projected: Any) -> Any:
     """What a match carries: the projected slice under a typed projection, else the raw output."""
     return raw if projected is None else projected
 
 
 def _clamp(values: FloatArray) -> FloatArray:
-    return np.clip(np.nan_to_num(values, nan=0.0, posinf=1.0, neginf=0.0), 0.0, 1.0)
+    """Into [0, 1]: infinities to their end, NaN to 0 (what ``nan_to_num`` then ``clip`` give)."""
+    clamped: FloatArray = np.clip(values, 0.0, 1.0)
+    np.copyto(clamped, 0.0, where=np.isnan(clamped))
+    return clamped
 
 
 def query_vectorised(
@@ -465,14 +519,9 @@ def rank_vectorised(
         keep &= fields.routing_ids(nodes) == key_id
     every = bool(keep.all())  # (no filter left anything out: no copies)
     if every:
-        nodes, hops, graph, ranks = nodes, hops, columns.graph, columns.labels
+        graph = columns.graph
     else:
-        nodes, hops, graph, ranks = (
-            nodes[keep],
-            hops[keep],
-            columns.graph[keep],
-            columns.labels[keep],
-        )
+        nodes, hops, graph = nodes[keep], hops[keep], columns.graph[keep]
     if spec.time_reference == "newest" and len(nodes):
         observed = columns.observed[keep]
         temporal = _temporal(observed, int(observed.max()), spec.time_scale)
@@ -486,22 +535,22 @@ def rank_vectorised(
     if spec.support > 0:
         semantic = _supported(index, nodes, semantic, spec.support)
     w = spec.weights
-    score = (w.graph * graph + w.temporal * temporal + w.semantic * semantic) / w.total
+    score = _fuse(w, graph, temporal, semantic)
 
     if query.text and spec.bridge > 0 and len(nodes):
         tied = np.flatnonzero(score == score.max())
-        top = int(tied[np.lexsort((ranks[tied], hops[tied]))][0])
+        top = int(tied[np.lexsort((index.labels(nodes[tied]), hops[tied]))][0])
         bridged = index.fields(query.extractor)
         hit = bridged.named(nodes, names_in(bridged.body(int(nodes[top]))))
         hit[top] = 0.0
         semantic = np.where(hit > 0, np.minimum(semantic + spec.bridge, 1.0), semantic)
-        score = (w.graph * graph + w.temporal * temporal + w.semantic * semantic) / w.total
+        score = _fuse(w, graph, temporal, semantic)
     if query.text and spec.feedback > 0 and len(nodes):
-        semantic = _feedback(index, query, spec, nodes, hops, ranks, score, semantic)
-        score = (w.graph * graph + w.temporal * temporal + w.semantic * semantic) / w.total
+        semantic = _feedback(index, query, spec, nodes, hops, score, semantic)
+        score = _fuse(w, graph, temporal, semantic)
     chosen = np.arange(len(nodes))
     if spec.distinct_bodies:  # repeats go after every first occurrence: the whole order
-        order = chosen[np.lexsort((ranks, hops, -score))]
+        order = chosen[np.lexsort((index.labels(nodes), hops, -score))]
         ids = index.fields(query.extractor).body_ids(nodes[order])
         repeat = np.ones(len(order), dtype=bool)
         repeat[np.unique(ids, return_index=True)[1]] = False  # each id's first place
@@ -511,7 +560,8 @@ def rank_vectorised(
         if spec.limit is not None and spec.limit < len(nodes):
             cut = -np.partition(-score, spec.limit - 1)[spec.limit - 1]
             chosen = np.flatnonzero(score >= cut)
-        order = chosen[np.lexsort((ranks[chosen], hops[chosen], -score[chosen]))]
+        picked = nodes[chosen]  # id labels of these few only
+        order = chosen[np.lexsort((index.labels(picked), hops[chosen], -score[chosen]))]
     if spec.limit is not None:
         order = order[: spec.limit]
 

@@ -431,12 +431,17 @@ class FieldsView:
                     np.bincount(owners, minlength=self.view.n)[nodes] if len(owners) else shared
                 )
         # bincount may be longer than the view (outputs of later nodes): only `nodes` are read
-        ready = self.view.ready(nodes)
-        counts = np.where(ready, fields.counts.data[nodes], len(fields.empty_tokens))
-        inter = np.where(ready, shared, len(wanted & fields.empty_tokens))
-        union = len(wanted) + counts - inter
+        counts = fields.counts.data[nodes]
+        waiting = np.flatnonzero(~self.view.ready(nodes))  # scored as an empty output
+        if len(waiting):
+            counts[waiting] = len(fields.empty_tokens)
+            shared[waiting] = len(wanted & fields.empty_tokens)
+        union = counts + len(wanted) - shared
+        if bool(union.all()):
+            jaccard: FloatArray = shared / union
+            return jaccard
         safe = np.where(union > 0, union, 1)
-        return np.where(union > 0, inter / safe, 0.0)
+        return np.where(union > 0, shared / safe, 0.0)
 
     def bm25(self, scorer: BM25, text: str, nodes: IntArray) -> FloatArray:
         """The BM25 axis of each node against ``text``, over the scorer's corpus as of the view

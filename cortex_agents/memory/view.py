@@ -77,8 +77,11 @@ class IndexView:
     def observed_us(self, nodes: IntArray) -> IntArray:
         """``completed_at`` (else ``captured_at``) of each node, in epoch microseconds."""
         index = self.index
-        done = index.completed_tick.data[nodes] < self.length
-        return np.where(done, index.completed_us.data[nodes], index.captured_us.data[nodes])
+        observed: IntArray = index.completed_us.data[nodes]
+        pending = np.flatnonzero(index.completed_tick.data[nodes] >= self.length)
+        if len(pending):  # (only these read their capture time)
+            observed[pending] = index.captured_us.data[nodes[pending]]
+        return observed
 
     def labels(self, nodes: IntArray) -> IntArray:
         """Labels ordering the nodes' ids by code point."""
@@ -184,8 +187,8 @@ def _compiled_walk(adjacency: Any, origin: int) -> tuple[IntArray, IntArray]:
 
     The BFS lists nodes in the order its queue took them in, so the positions
     of their parents never decrease: the nodes one hop further than a level
-    are the run whose parents lie in that level, found by one binary search
-    per level. Pointer jumping on the tree (O(n log depth)) takes over for a
+    are the run whose parents lie in that level, found from one count of
+    parents per position (a cumulative sum) by one read per level. Pointer jumping on the tree (O(n log depth)) takes over for a
     cone with more levels than a budget, or should that order ever not hold.
     """
     from scipy.sparse.csgraph import breadth_first_order  # type: ignore[import-untyped]
@@ -198,17 +201,24 @@ def _compiled_walk(adjacency: Any, origin: int) -> tuple[IntArray, IntArray]:
     parent = local[predecessors[order[1:]]]  # position in `order` of each node's parent
     if len(parent) and not bool((parent[1:] >= parent[:-1]).all()):
         return _jumped_walk(order, parent)
+    # below[x]: how many nodes have their parent before position x. A level ending before
+    # position `end` is followed by the nodes whose parents lie before `end`: the next level
+    # ends at below[end] + 1 (the origin, parentless, first) — one scalar read per level
+    below = np.zeros(len(order) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(parent, minlength=len(order)), out=below[1:])
     # a level costs a Python step: a deep, narrow cone (a chain of stages) has thousands
     # of levels of a node or two, cheaper by pointer jumping — past a budget, switch
     budget = len(order) // 64 + 16
-    sizes: list[int] = []
-    start, end = 0, 1  # the current level: positions start .. end-1 (the origin first)
-    while end > start:
-        if len(sizes) == budget:
+    ends = [1]  # level h holds positions ends[h - 1] .. ends[h] - 1 (level 0: the origin)
+    end = 1
+    while (following := below.item(end) + 1) > end:
+        if len(ends) == budget:
             return _jumped_walk(order, parent)
-        sizes.append(end - start)
-        start, end = end, int(np.searchsorted(parent, end, side="left")) + 1
-    hops = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+        ends.append(following)
+        end = following
+    bounds = np.asarray([0, *ends], dtype=np.int64)
+    sizes = bounds[1:] - bounds[:-1]
+    hops = np.repeat(np.arange(len(ends), dtype=np.int64), sizes)
     return order[1:].astype(np.int64), hops[1:]
 
 
