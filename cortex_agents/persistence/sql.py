@@ -20,6 +20,7 @@ open one transaction that substrate writes *and* a checkpoint write join
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 import time
@@ -542,6 +543,50 @@ class SqliteSubstrateStore(SubstrateStore):
             self.conn.close()
 
 
+_VALUES: Final = re.compile(r"\bVALUES\s*(\((?:\s*%s\s*,)*\s*%s\s*\))", re.IGNORECASE)
+_ROWS_PER_STATEMENT: Final = 512
+"""Rows one multi-row ``INSERT`` takes at most (a statement holds at most 65,535 parameters)."""
+
+
+class _RowsInOneStatement:
+    """A cursor whose ``executemany`` of an ``INSERT ... VALUES (%s, ...)`` runs one statement.
+
+    LangGraph's saver inserts a step's pending writes (three rows for a stage)
+    and a checkpoint's new blobs with ``executemany``: one statement, and one
+    pass through psycopg's per-statement code and the server's executor, per
+    row. Here the rows go as one ``INSERT ... VALUES (...), (...)`` of the same
+    statement, its ``ON CONFLICT`` clause included: the same rows land (one row: a plain
+    ``execute``). A
+    statement that updates on conflict keeps ``executemany`` (two rows with
+    one key would make one statement fail where row-by-row the second wins),
+    and so does any statement not of that shape. Everything else is the cursor's.
+    """
+
+    __slots__ = ("_cursor",)
+
+    def __init__(self, cursor: Any) -> None:
+        self._cursor = cursor
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cursor, name)
+
+    def executemany(self, query: str, params_seq: Any, *args: Any, **kwargs: Any) -> Any:
+        rows = list(params_seq)
+        if len(rows) == 1 and not (args or kwargs):
+            self._cursor.execute(query, rows[0])  # one row: the same statement, without the batch
+            return None
+        values = _VALUES.search(query) if len(rows) > 1 and not (args or kwargs) else None
+        if values is None or "DO UPDATE" in query.upper():
+            return self._cursor.executemany(query, rows, *args, **kwargs)
+        row, head, tail = values.group(1), query[: values.start(1)], query[values.end(1) :]
+        for at in range(0, len(rows), _ROWS_PER_STATEMENT):
+            chunk = rows[at : at + _ROWS_PER_STATEMENT]
+            self._cursor.execute(
+                head + ", ".join([row] * len(chunk)) + tail, [v for r in chunk for v in r]
+            )
+        return None
+
+
 def _joined_saver(conn: Any) -> BaseCheckpointSaver[str]:
     """LangGraph's ``PostgresSaver`` on ``conn``, its statements joining the open transaction.
 
@@ -563,7 +608,7 @@ def _joined_saver(conn: Any) -> BaseCheckpointSaver[str]:
                 self.lock,
                 cast("Connection[Any]", self.conn).cursor(binary=True, row_factory=dict_row) as cur,
             ):
-                yield cur
+                yield _RowsInOneStatement(cur)
 
     # the saver opens its own cursors with dict rows; the connection's tuple rows are not used
     return JoinedPostgresSaver(cast("Connection[dict[str, Any]]", conn))
