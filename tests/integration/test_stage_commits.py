@@ -38,7 +38,7 @@ from tests.helpers import T0
 CONFIG = {"configurable": {"thread_id": "t"}}
 
 # Per stage of a chain, in steady state (see the module docstring).
-STATEMENT_BUDGET = {"postgres": 12, "sqlite": 16}
+STATEMENT_BUDGET = {"postgres": 9, "sqlite": 16}
 """Statements per stage: a row of an ``executemany`` counts as one (it is one on the wire)."""
 
 
