@@ -634,6 +634,7 @@ class _RowsInOneStatement:
         self._held: tuple[str, list[Any]] | None = None
 
     def __getattr__(self, name: str) -> Any:
+        self.flush()  # whatever is read of the cursor (a fetch, a row count) follows the held insert
         return getattr(self._cursor, name)
 
     def execute(self, query: Any, params: Any = None, *args: Any, **kwargs: Any) -> Any:
