@@ -291,7 +291,10 @@ class CortexSaver(BaseCheckpointSaver[str]):
         base = EMPTY_CURSOR
         if parent is not None and _extends(value, parent[1]):
             base = parent[0]  # otherwise a new root branch, never a splice
-        cursor = self.store.append(thread_id, ns, base, value.since(base.seq))
+        # the dicts the step made checking its events: each is converted once, not per use
+        cursor = self.store.append(
+            thread_id, ns, base, value.since(base.seq), value.event_dicts(base.seq)
+        )
         self._remember((thread_id, ns, checkpoint["id"]), cursor, value)
         values = {**checkpoint["channel_values"], self.channel: cursor.encode()}
         return {**checkpoint, "channel_values": values}

@@ -20,6 +20,7 @@ open one transaction that substrate writes *and* a checkpoint write join
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 import time
@@ -60,10 +61,17 @@ class _SqlTransaction(Transaction):
     ``atomic`` block of a lock holder), which :meth:`fence_epoch` reports.
     """
 
-    def __init__(self, cursor: Any, dialect: Dialect, fence: Fence | None = None) -> None:
+    def __init__(
+        self,
+        cursor: Any,
+        dialect: Dialect,
+        fence: Fence | None = None,
+        check: _FenceCheck | None = None,
+    ) -> None:
         self.cursor = cursor
         self.dialect = dialect
         self.fence = fence
+        self.check = check  # a pipelined commit's fence check, not sent yet
 
     def _run(
         self,
@@ -79,6 +87,8 @@ class _SqlTransaction(Transaction):
         """
         if self.dialect == "postgres":
             sql = sql.replace("?", "%s")
+            if self.check is not None and self.check.unsent is not None:
+                sql, params = self.check.joined(self.cursor, sql, params, many=many)
         try:
             if many:
                 return self.cursor.executemany(sql, params)
@@ -285,14 +295,7 @@ class _SqlTransaction(Transaction):
         """
         if fence is None or fence.epoch is None:
             return
-        self._run(
-            "WITH w AS MATERIALIZED (SELECT (SELECT epoch FROM cortex_writers "
-            "WHERE thread_id = ? FOR SHARE) AS found) "
-            "SELECT CASE WHEN found IS NOT DISTINCT FROM ?::bigint THEN 0 "
-            f"ELSE ('{_FENCE_MARK}' || COALESCE(found::text, 'none'))::int END FROM w",
-            (fence.thread_id, fence.epoch),
-            doing="writer row",
-        )
+        self._run(_FENCE_CHECK, (fence.thread_id, fence.epoch), doing="writer row")
 
     def fence_epoch(self, thread_id: str) -> int | None:
         if self.fence is None or self.fence.thread_id != thread_id:
@@ -302,6 +305,62 @@ class _SqlTransaction(Transaction):
 
 _FENCE_MARK: Final = "cortex-writer-fenced:"
 """What a failed pipelined fence check casts to an integer, followed by the epoch found."""
+_FENCE_READ: Final = (
+    "w AS MATERIALIZED (SELECT (SELECT epoch FROM cortex_writers "
+    "WHERE thread_id = %s FOR SHARE) AS found)"
+)
+_FENCE_TEST: Final = (
+    "SELECT CASE WHEN found IS NOT DISTINCT FROM %s::bigint THEN 0 "
+    f"ELSE ('{_FENCE_MARK}' || COALESCE(found::text, 'none'))::int END FROM w"
+)
+_FENCE_CHECK: Final = f"WITH {_FENCE_READ} {_FENCE_TEST}"
+"""The pipelined fence check (:meth:`_SqlTransaction.send_fence_check`)."""
+
+
+class _FenceCheck:
+    """A pipelined commit's fence check, sent with the block's first write.
+
+    The check is a statement that fails unless the writer epoch holds
+    (:meth:`_SqlTransaction.send_fence_check`). Sent alone it is one more
+    statement per commit; so it waits for the block's first statement, and
+    when that is an ``INSERT`` whose result nobody reads, both go as one:
+    ``WITH w AS (<the check's read>), written AS (<the INSERT>) <the check>``.
+    The statement fails as a whole when the check does (nothing of it is
+    written; the check's error, the same as alone, names the epoch found);
+    and Postgres runs an ``INSERT`` in ``WITH`` that the query does not read
+    after the query itself, so the check comes first, as before. Any other
+    statement (one whose rows are fetched, an ``executemany``) gets the check
+    sent alone before it, and a block that wrote nothing sends it before its
+    ``COMMIT``.
+    """
+
+    __slots__ = ("unsent",)
+
+    def __init__(self, fence: Fence) -> None:
+        self.unsent: tuple[str, int] | None = (fence.thread_id, cast(int, fence.epoch))
+
+    def joined(self, cursor: Any, sql: str, params: Any, *, many: bool = False) -> tuple[str, Any]:
+        """``sql`` and ``params`` with the check in front, or the check sent first (``%s`` SQL)."""
+        unsent, self.unsent = self.unsent, None
+        if unsent is None:
+            return sql, params
+        head = sql.lstrip()
+        if (
+            many
+            or head[:6].upper() != "INSERT"
+            or "RETURNING" in sql.upper()
+            or not isinstance(params, Sequence)
+        ):
+            cursor.execute(_FENCE_CHECK, unsent)
+            return sql, params
+        joined = f"WITH {_FENCE_READ}, written AS ({head.rstrip().rstrip(';')}) {_FENCE_TEST}"
+        return joined, [unsent[0], *params, unsent[1]]
+
+    def send(self, cursor: Any) -> None:
+        """Send the check if no statement took it (before the block's ``COMMIT``)."""
+        unsent, self.unsent = self.unsent, None
+        if unsent is not None:
+            cursor.execute(_FENCE_CHECK, unsent)
 
 
 class _NotFenced:
@@ -542,6 +601,98 @@ class SqliteSubstrateStore(SubstrateStore):
             self.conn.close()
 
 
+_VALUES: Final = re.compile(r"\bVALUES\s*(\((?:\s*%s\s*,)*\s*%s\s*\))", re.IGNORECASE)
+_ROWS_PER_STATEMENT: Final = 512
+"""Rows one multi-row ``INSERT`` takes at most (a statement holds at most 65,535 parameters)."""
+
+
+class _RowsInOneStatement:
+    """A cursor that sends LangGraph's inserts of one commit in fewer statements.
+
+    LangGraph's saver inserts a step's pending writes (three rows for a stage)
+    and a checkpoint's new blobs with ``executemany``: one statement, and one
+    pass through psycopg's per-statement code and the server's executor, per
+    row. Here the rows go as one ``INSERT ... VALUES (...), (...)`` of the same
+    statement, its ``ON CONFLICT`` clause included: the same rows land (one
+    row: a plain ``execute``). A statement that updates on conflict keeps
+    ``executemany`` (two rows with one key would make one statement fail where
+    row by row the second wins), and so does any statement not of that shape.
+
+    An ``INSERT ... DO NOTHING`` whose result nobody reads (the blobs) is held
+    and sent as ``WITH held AS (<it>) <the next INSERT>`` (the checkpoint row):
+    two tables no statement between them reads, the same rows, one statement.
+    Any other next statement, or the end of the cursor, sends it alone first.
+    The commit's fence check, not sent yet, joins the first insert
+    (:class:`_FenceCheck`). Everything else is the cursor's.
+    """
+
+    __slots__ = ("_check", "_cursor", "_held")
+
+    def __init__(self, cursor: Any, check: _FenceCheck | None = None) -> None:
+        self._cursor = cursor
+        self._check = check  # the commit's fence check, if not sent yet: joins the first INSERT
+        self._held: tuple[str, list[Any]] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        self.flush()  # whatever is read of the cursor (a fetch, a row count) follows the held insert
+        return getattr(self._cursor, name)
+
+    def execute(self, query: Any, params: Any = None, *args: Any, **kwargs: Any) -> Any:
+        plain = not (args or kwargs)
+        if self._check is not None and self._check.unsent is not None:
+            query, params = self._check.joined(self._cursor, query, params, many=not plain)
+        elif plain and isinstance(query, str) and _holdable(query, params):
+            self.flush()
+            self._held = (query.strip(), list(params))
+            return None
+        held, self._held = self._held, None
+        if held is not None:
+            if plain and _joinable(query, params):
+                query, params = f"WITH held AS ({held[0]}) {query}", [*held[1], *params]
+            else:
+                self._cursor.execute(*held)
+        return self._cursor.execute(query, params, *args, **kwargs)
+
+    def executemany(self, query: str, params_seq: Any, *args: Any, **kwargs: Any) -> Any:
+        rows = list(params_seq)
+        if len(rows) == 1 and not (args or kwargs):
+            self.execute(query, rows[0])  # one row: the same statement, without the batch
+            return None
+        values = _VALUES.search(query) if len(rows) > 1 and not (args or kwargs) else None
+        if values is None or "DO UPDATE" in query.upper():
+            self.flush()
+            if self._check is not None:
+                self._check.joined(self._cursor, query, rows, many=True)  # sent first, alone
+            return self._cursor.executemany(query, rows, *args, **kwargs)
+        row, head, tail = values.group(1), query[: values.start(1)], query[values.end(1) :]
+        for at in range(0, len(rows), _ROWS_PER_STATEMENT):
+            chunk = rows[at : at + _ROWS_PER_STATEMENT]
+            self.execute(head + ", ".join([row] * len(chunk)) + tail, [v for r in chunk for v in r])
+        return None
+
+    def flush(self) -> None:
+        """Send the held insert, if any (before any statement it cannot join, and at the end)."""
+        held, self._held = self._held, None
+        if held is not None:
+            self._cursor.execute(*held)
+
+
+def _joinable(query: Any, params: Any) -> bool:
+    """Whether a statement can follow ``WITH ... AS (...)``: a plain ``INSERT`` returning nothing."""
+    return (
+        isinstance(query, str)
+        and isinstance(params, Sequence)
+        and query.lstrip()[:6].upper() == "INSERT"
+        and "RETURNING" not in query.upper()
+    )
+
+
+def _holdable(query: str, params: Any) -> bool:
+    """Whether an insert may wait for the next one: it returns nothing and changes no row."""
+    upper = query.upper()
+    return _joinable(query, params) and "DO NOTHING" in upper and ";" not in query
+
+
 def _joined_saver(conn: Any) -> BaseCheckpointSaver[str]:
     """LangGraph's ``PostgresSaver`` on ``conn``, its statements joining the open transaction.
 
@@ -557,13 +708,17 @@ def _joined_saver(conn: Any) -> BaseCheckpointSaver[str]:
     from psycopg.rows import dict_row
 
     class JoinedPostgresSaver(PostgresSaver):
+        check: _FenceCheck | None = None  # the open block's unsent fence check (set per block)
+
         @contextmanager
         def _cursor(self, *, pipeline: bool = False) -> Iterator[Any]:
             with (
                 self.lock,
                 cast("Connection[Any]", self.conn).cursor(binary=True, row_factory=dict_row) as cur,
             ):
-                yield cur
+                rows = _RowsInOneStatement(cur, self.check)
+                yield rows
+                rows.flush()
 
     # the saver opens its own cursors with dict rows; the connection's tuple rows are not used
     return JoinedPostgresSaver(cast("Connection[dict[str, Any]]", conn))
@@ -585,6 +740,7 @@ class PostgresSubstrateStore(SubstrateStore):
         self._joint_saver: BaseCheckpointSaver[str] | None = None
         self._atomic_thread: int | None = None
         self._atomic_fence: Fence | None = None
+        self._check: _FenceCheck | None = None  # an atomic block's fence check, until sent
 
     @contextmanager
     def transaction(self, *, write: bool = True) -> Iterator[Transaction]:
@@ -599,7 +755,7 @@ class PostgresSubstrateStore(SubstrateStore):
         """
         if self._atomic_thread == threading.get_ident():
             with self.conn.cursor() as cursor:
-                yield _SqlTransaction(cursor, "postgres", self._atomic_fence)
+                yield _SqlTransaction(cursor, "postgres", self._atomic_fence, self._check)
             return
         with self._lock, postgres_transaction(self.conn), self.conn.cursor() as cursor:
             yield _SqlTransaction(cursor, "postgres")
@@ -641,9 +797,15 @@ class PostgresSubstrateStore(SubstrateStore):
                     saver = self._joined(serde, fence, pipelined=pipelined)
                     self._atomic_fence = fence
                     yield saver
+                    if self._check is not None:  # no statement took it: alone, before COMMIT
+                        with self.conn.cursor() as cursor:
+                            self._check.send(cursor)
                 finally:
                     self._atomic_thread = None
                     self._atomic_fence = None
+                    self._check = None
+                    if self._joint_saver is not None:
+                        cast(Any, self._joint_saver).check = None
         except BaseException as exc:
             self.forget_cached()
             if fence is not None and pipelined:
@@ -660,18 +822,21 @@ class PostgresSubstrateStore(SubstrateStore):
         ``pipelined``: the check is sent, not waited for (a failure surfaces
         at the block's next read or its commit).
         """
-        if fence is not None:
+        if self._check is not None:  # an enclosing block's check goes first
             with self.conn.cursor() as cursor:
-                tx = _SqlTransaction(cursor, "postgres")
-                if pipelined:
-                    tx.send_fence_check(fence)
-                else:
-                    tx.check_fence(fence)
+                self._check.send(cursor)
+        if fence is not None and fence.epoch is not None:
+            if pipelined:  # sent with the block's first write (see _FenceCheck)
+                self._check = _FenceCheck(fence)
+            else:
+                with self.conn.cursor() as cursor:
+                    _SqlTransaction(cursor, "postgres").check_fence(fence)
         saver = self._joint_saver
         if saver is None:  # built once: its construction probes libpq's capabilities
             saver = _joined_saver(self.conn)
             self._joint_saver = saver
         saver.serde = serde  # this block's (used only while the store's lock is held)
+        cast(Any, saver).check = self._check
         return saver
 
     def setup(self) -> None:

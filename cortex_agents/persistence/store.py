@@ -30,10 +30,10 @@ import json
 import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from cortex_agents.errors import InvalidArgument, StorageError
 from cortex_agents.substrate.events import (
@@ -90,14 +90,16 @@ class Segment:
 _COMPACT: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def encode_event(event: Event) -> str:
+def encode_event(event: Event, form: Mapping[str, Any] | None = None) -> str:
     """Compact JSON of an event, as stored in an event row.
+
+    ``form``: the event's :func:`event_to_dict`, already made (not made again).
 
     Raises:
         InvalidArgument: the event holds a value JSON cannot represent.
     """
     try:
-        return _COMPACT.encode(event_to_dict(event))
+        return _COMPACT.encode(event_to_dict(event) if form is None else form)
     except (TypeError, ValueError) as exc:
         raise InvalidArgument("event", f"must be JSON-serialisable: {exc}", event) from None
 
@@ -268,12 +270,18 @@ class SubstrateStore(ABC):
         return chain
 
     def append(
-        self, thread_id: str, checkpoint_ns: str, parent: Cursor | None, events: Sequence[Event]
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        parent: Cursor | None,
+        events: Sequence[Event],
+        forms: Sequence[Mapping[str, Any]] | None = None,
     ) -> Cursor:
         """Store ``events`` after ``parent`` and return the new cursor.
 
         The events must already be valid (folded) after the parent's; the
         database checks integrity again. Appending nothing returns ``parent``.
+        ``forms``: the events' :func:`event_to_dict`, if already made (one per event).
 
         Raises:
             StorageError: an integrity failure (the transaction is rolled back).
@@ -282,7 +290,10 @@ class SubstrateStore(ABC):
         parent = parent or EMPTY_CURSOR
         if not events:
             return parent
-        bodies = [encode_event(e) for e in events]
+        if forms is None or len(forms) != len(events):
+            bodies = [encode_event(e) for e in events]
+        else:
+            bodies = [encode_event(e, f) for e, f in zip(events, forms, strict=True)]
         start = parent.seq
         with self._lock:
             created: list[int] = []

@@ -253,14 +253,15 @@ class WireGraph:
 
     def scheduler(self, state: RunState) -> dict[str, Any]:
         """The scheduler node: a pass over the merged substrate."""
+        log = state.get("substrate") or SubstrateLog()
         result = self.plan(
-            state.get("substrate") or SubstrateLog(),
+            log,
             scanned=state.get("scanned"),
             retry=state.get("retry", False),
             waiting=list(state.get("waiting") or []),
         )
         return {
-            "substrate": [event_to_dict(e) for e in result.events],
+            "substrate": result.log.event_dicts(len(log)),  # result.events, as dicts
             "scanned": len(result.log),
             "retry": False,
             "frontier": result.sends,
@@ -410,10 +411,13 @@ class WireGraph:
         stage runs the pass on its frontier plus its own events — exactly the
         substrate the next superstep starts from — and sends what is ready.
         """
-        writes = [event_to_dict(e) for e in events]
         if not payload.get("solo"):
-            return Command(update={"substrate": writes}, goto=SCHEDULER)
-        result = self.plan(seen.appended(events), scanned=len(seen), retry=False, waiting=[])
+            return Command(update={"substrate": [event_to_dict(e) for e in events]}, goto=SCHEDULER)
+        now = seen.appended(events)
+        # the dicts made checking the events: the channel's reducer adopts these very
+        # objects, and the chain hash and the stored rows reuse them
+        writes = now.event_dicts(len(seen))
+        result = self.plan(now, scanned=len(seen), retry=False, waiting=[])
         thread_id = config["configurable"]["thread_id"]
         # Only what changes: each channel written is a pending-write row and a checkpoint
         # blob to serialise and store, per stage. ``frontier`` is read only by ``route``,

@@ -37,7 +37,7 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final, Protocol, TypeVar
 
@@ -62,27 +62,35 @@ DIGEST_SIZE: Final = 16
 EMPTY_DIGEST: Final = bytes(DIGEST_SIZE)
 STATE_CACHE: Final = 4
 """Materialized states kept per branch (the empty state is free and not counted)."""
+FORMS_KEPT: Final = 32
+"""Appends per branch whose event dicts are kept for reuse (see :meth:`Branch.forms`)."""
 MAX_DERIVED: Final = 16
 """Derived structures one branch keeps (least recently used evicted first; rebuilt when asked for)."""
 
 T = TypeVar("T", covariant=True)
 
 
-def canonical_event(event: Event) -> bytes:
+# one encoder for every hash: ``json.dumps`` with options builds a new one per call
+_CANONICAL: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def canonical_event(event: Event, form: Mapping[str, Any] | None = None) -> bytes:
     """The bytes an event contributes to a chain hash: its JSON form, keys sorted, UTF-8.
+
+    ``form``: the event's :func:`~cortex_agents.substrate.events.event_to_dict`
+    already made (it is not made again).
 
     Raises:
         InvalidArgument: the event holds a value that cannot be stored.
     """
-    return json.dumps(
-        event_to_dict(event), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    ).encode("utf-8")
+    return _CANONICAL.encode(event_to_dict(event) if form is None else form).encode("utf-8")
 
 
-def chain_digest(previous: bytes, event: Event) -> bytes:
-    """The chain hash after ``event``, given the hash of everything before it."""
+def chain_digest(previous: bytes, event: Event, form: Mapping[str, Any] | None = None) -> bytes:
+    """The chain hash after ``event``, given the hash of everything before it (``form``: as
+    :func:`canonical_event`)."""
     digest = hashlib.blake2b(previous, digest_size=DIGEST_SIZE)
-    digest.update(canonical_event(event))
+    digest.update(canonical_event(event, form))
     return digest.digest()
 
 
@@ -119,6 +127,7 @@ class Branch:
     __slots__ = (
         "_derived",
         "_digests",
+        "_forms",
         "_latest",
         "_source",
         "_states",
@@ -135,7 +144,10 @@ class Branch:
         self._latest: list[datetime] = []
         self._states: OrderedDict[int, GraphState] = OrderedDict()
         self._derived: OrderedDict[Hashable, Derived[Any]] = OrderedDict()
+        # the latest append: where it started, and what its events were made from
         self._source: tuple[int, tuple[object, ...]] | None = None
+        # the latest appends' event dicts, by where each started (see ``forms``)
+        self._forms: OrderedDict[int, tuple[dict[str, Any], ...]] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self.events)
@@ -170,10 +182,25 @@ class Branch:
                     other._derived[key] = carry(min(length, structure.length))
         return other
 
-    def record_source(self, start: int, items: tuple[object, ...]) -> None:
-        """Remember the objects the events after ``start`` were made from (the latest append's only)."""
+    def record_source(
+        self,
+        start: int,
+        items: tuple[object, ...],
+        forms: tuple[dict[str, Any], ...] | None = None,
+    ) -> None:
+        """Remember the objects the events after ``start`` were made from (the latest append's only).
+
+        ``forms``: the events' JSON dicts (:func:`~cortex_agents.substrate.events.event_to_dict`),
+        made while checking them: what a step writes, hashes and stores is then
+        converted once (see :meth:`forms`).
+        """
         with self.lock:
             self._source = (start, items)
+            if forms:
+                self._forms[start] = forms
+                self._forms.move_to_end(start)
+                while len(self._forms) > FORMS_KEPT:
+                    self._forms.popitem(last=False)
 
     def made_from(self, start: int, items: Sequence[object]) -> bool:
         """Whether the latest append made the events after ``start`` from these very objects.
@@ -181,17 +208,34 @@ class Branch:
         Compared by identity: the same list of events or event dicts handed
         to the reducer twice (LangGraph applies a step's writes once for its
         conditional edges, then to the channel) is adopted without being
-        converted and compared again. An event dict changed in place between
-        the two calls is not seen: what the first call made is kept.
+        converted and compared again. So is the list of the dicts the latest
+        append made of its events (:meth:`forms`: what a stage writes to the
+        channel). An event dict changed in place between the two calls is not
+        seen: what the first call made is kept.
         """
         with self.lock:
             source = self._source
-        return (
-            source is not None
-            and source[0] == start
-            and len(source[1]) == len(items)
-            and all(a is b for a, b in zip(source[1], items, strict=True))
+            forms = self._forms.get(start) if source is not None else None
+        if source is None or source[0] != start:
+            return False
+        return any(
+            made is not None
+            and len(made) == len(items)
+            and all(a is b for a, b in zip(made, items, strict=True))
+            for made in (source[1], forms)
         )
+
+    def forms(self, start: int, end: int) -> tuple[dict[str, Any], ...] | None:
+        """The JSON dicts of events ``start..end``, if one of the latest appends made exactly those.
+
+        The last :data:`FORMS_KEPT` appends' are kept: a checkpoint that stores
+        a step's events may be written after the next steps ran (LangGraph's
+        ``durability="async"``). ``None``: not known (convert the events). The
+        dicts are shared: read them, never change them.
+        """
+        with self.lock:
+            forms = self._forms.get(start)
+        return forms if forms is not None and start + len(forms) == end else None
 
     # -- materialized state --------------------------------------------------------------
     def state(self, length: int) -> GraphState:
@@ -236,8 +280,12 @@ class Branch:
             have = len(self._digests) // DIGEST_SIZE
             if have < length:
                 previous = bytes(self._digests[-DIGEST_SIZE:]) if have else EMPTY_DIGEST
-                for event in self.events.range(have, length):
-                    previous = chain_digest(previous, event)
+                # the dicts the latest append made checking its events are not made again
+                start = -1 if self._source is None else self._source[0]
+                forms = self._forms.get(start, ())
+                for i, event in enumerate(self.events.range(have, length), have):
+                    form = forms[i - start] if start <= i < start + len(forms) else None
+                    previous = chain_digest(previous, event, form)
                     self._digests += previous
             end = DIGEST_SIZE * length
             return bytes(self._digests[end - DIGEST_SIZE : end])

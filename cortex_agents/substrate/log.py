@@ -70,6 +70,31 @@ class LogBuffer:
         return SubstrateLog._view(self._buffer, length)
 
 
+def _converted(
+    items: tuple[Event | Mapping[str, Any], ...],
+) -> tuple[list[Event], tuple[dict[str, Any], ...] | None]:
+    """The items as checked events, and their JSON dicts when every item was an event.
+
+    An event is checked by making its dict (:func:`check_event`); that dict is
+    kept, so the step that writes, hashes and stores the event does not make it
+    again. An event dict is not kept: its key order or types may differ from
+    the stored form.
+    """
+    events: list[Event] = []
+    forms: list[dict[str, Any]] | None = []
+    for item in items:
+        if isinstance(item, _EVENT_CLASSES):
+            form = event_to_dict(item, max_string_chars=MAX_STRING_CHARS)  # check_event's check
+            check_ids(item)
+            events.append(item)
+            if forms is not None:
+                forms.append(form)
+        else:
+            events.append(_as_event(item))
+            forms = None
+    return events, None if forms is None else tuple(forms)
+
+
 def _as_event(item: Event | Mapping[str, Any]) -> Event:
     if isinstance(item, _EVENT_CLASSES):
         check_event(item)  # storable, as a dict would have been
@@ -159,6 +184,22 @@ class SubstrateLog(Sequence[Event]):
             raise InvalidArgument("seq", f"must be between 0 and {self._length}", seq)
         return tuple(self._buffer.events[seq : self._length])
 
+    def event_dicts(self, start: int) -> list[dict[str, Any]]:
+        """The JSON form (:func:`event_to_dict`) of each event after the first ``start`` ones.
+
+        When the latest append to this log's branch made exactly these events,
+        the dicts it made checking them are returned, not made again (and a
+        channel update of these very dicts is adopted at once: see
+        :meth:`~cortex_agents.substrate.branch.Branch.made_from`). The dicts
+        may be shared: read them, never change them.
+        """
+        if not 0 <= start <= self._length:
+            raise InvalidArgument("start", f"must be between 0 and {self._length}", start)
+        forms = self._buffer.forms(start, self._length)
+        if forms is not None:
+            return list(forms)
+        return [event_to_dict(e) for e in self._buffer.events.range(start, self._length)]
+
     def prefix(self, length: int) -> SubstrateLog:
         """The view of the first ``length`` events (O(1))."""
         if not 0 <= length <= self._length:
@@ -214,18 +255,18 @@ class SubstrateLog(Sequence[Event]):
         if len(buffer.events) >= end:  # the branch goes on past this view: maybe with these
             if buffer.made_from(self._length, items):
                 return SubstrateLog._view(buffer, end)  # these very items, appended here already
-            new = [_as_event(e) for e in items]
+            new, forms = _converted(items)
             if self._holds(new):
                 return SubstrateLog._view(buffer, end)  # validated when they were first appended
         else:
-            new = [_as_event(e) for e in items]
+            new, forms = _converted(items)
         state = fold(new, self.state)  # validates before anything is shared
         with buffer.lock:
             if not buffer.sealed and len(buffer.events) == self._length:
                 buffer.events.extend(new)
             else:  # a fork of an older view: copy the prefix once
                 buffer = buffer.fork(self._length, new)
-            buffer.record_source(self._length, items)
+            buffer.record_source(self._length, items, forms)
         buffer.remember(end, state)
         return SubstrateLog._view(buffer, end)
 

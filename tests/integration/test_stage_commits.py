@@ -38,7 +38,7 @@ from tests.helpers import T0
 CONFIG = {"configurable": {"thread_id": "t"}}
 
 # Per stage of a chain, in steady state (see the module docstring).
-STATEMENT_BUDGET = {"postgres": 14, "sqlite": 16}
+STATEMENT_BUDGET = {"postgres": 9, "sqlite": 16}
 """Statements per stage: a row of an ``executemany`` counts as one (it is one on the wire)."""
 
 
@@ -125,6 +125,103 @@ def test_a_postgres_stage_sends_its_budget_of_statements_and_waits_only_at_commi
     assert fetches == 0, fetches
     assert counts.fetches > 0  # the counting sees fetches where there are some
     assert not any("MAX(seq)" in s for s in counts.statements)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(
+    "writes",
+    [
+        [("substrate", [{"a": 1}]), ("scanned", 3), ("branch:to:x", None)],  # a stage's three
+        [("__error__", "first"), ("__error__", "second")],  # one key twice: row by row, as before
+        [(f"c{i}", i) for i in range(1100)],  # more rows than one statement takes
+    ],
+    ids=["stage", "upsert", "many"],
+)
+def test_a_commits_pending_writes_land_as_langgraphs_own_rows_in_one_statement(
+    postgres_url, monkeypatch, writes
+):
+    # the rows LangGraph's own saver writes, byte for byte, from one INSERT per 512 rows
+    # (its ``executemany`` sends one per row); an upsert keeps going row by row
+    import psycopg
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    def config(thread: str) -> Any:
+        return {"configurable": {"thread_id": thread, "checkpoint_ns": "", "checkpoint_id": "c1"}}
+
+    with open_saver(postgres_url) as saver, counting_postgres(monkeypatch) as counts:
+        counts.on = True
+        with saver.store.atomic(saver.inner.serde, doing="writes", pipelined=True) as joined:
+            joined.put_writes(config("joined"), writes, "task", "path")
+        counts.on = False
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            PostgresSaver(conn).put_writes(config("plain"), writes, "task", "path")
+            rows = {
+                thread: conn.execute(
+                    "SELECT checkpoint_id, task_id, task_path, idx, channel, type, blob "
+                    "FROM checkpoint_writes WHERE thread_id = %s ORDER BY idx",
+                    (thread,),
+                ).fetchall()
+                for thread in ("joined", "plain")
+            }
+    assert rows["joined"] == rows["plain"]
+    assert len(rows["plain"]) == len(
+        {k for k, _ in writes} if writes[0][0] == "__error__" else writes
+    )
+    inserts = [s for s in counts.statements if s.startswith("INSERT INTO checkpoint_writes")]
+    upsert = "DO UPDATE" in inserts[0]
+    assert len(inserts) == (len(writes) if upsert else -(-len(writes) // 512))
+
+
+@pytest.mark.postgres
+def test_a_lock_holders_commits_land_as_langgraphs_own_rows_with_the_fence_in_their_inserts(
+    postgres_url, monkeypatch
+):
+    # A fenced commit's check joins its first INSERT, and a checkpoint's blobs its row:
+    # the rows are those LangGraph's own saver writes, and no check goes alone.
+    import psycopg
+    from langgraph.checkpoint.base import empty_checkpoint
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    checkpoint = {**empty_checkpoint(), "channel_values": {"a": [1, {"b": 2}], "n": 3, "s": "x"}}
+    versions = {"a": "00001.0", "n": "00001.0", "s": "00001.0"}
+    writes = [("a", [4]), ("n", 5), ("s", None)]
+
+    def commit(saver: Any, thread: str) -> None:
+        config = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+        stored = saver.put(config, checkpoint, {"step": 1, "source": "loop"}, versions)
+        saver.put_writes(stored, writes, "task", "path")
+
+    def rows(conn: Any, thread: str) -> dict[str, list[Any]]:
+        queries = {
+            "checkpoints": "SELECT checkpoint_id, parent_checkpoint_id, checkpoint, metadata "
+            "FROM checkpoints WHERE thread_id = %s",
+            "blobs": "SELECT channel, version, type, blob FROM checkpoint_blobs "
+            "WHERE thread_id = %s ORDER BY channel",
+            "writes": "SELECT checkpoint_id, task_id, task_path, idx, channel, type, blob "
+            "FROM checkpoint_writes WHERE thread_id = %s ORDER BY idx",
+        }
+        return {name: conn.execute(sql, (thread,)).fetchall() for name, sql in queries.items()}
+
+    with open_saver(postgres_url) as saver, counting_postgres(monkeypatch) as counts:
+        with saver.lock("joined"):
+            counts.on = True
+            commit(saver, "joined")
+            counts.on = False
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            commit(PostgresSaver(conn), "plain")
+            joined, plain = rows(conn, "joined"), rows(conn, "plain")
+    assert joined == plain and len(plain["blobs"]) == 1 and len(plain["writes"]) == 3
+    sent = [s for s in counts.statements if s not in ("BEGIN", "COMMIT")]
+    # no substrate here: the check takes the blobs, the checkpoint row goes alone (with one,
+    # the events take the check and the blobs join the row: see the statement budget)
+    assert [
+        s.split(" (")[0] if s.startswith("INSERT") else s.split("written AS (")[1][:28]
+        for s in sent
+    ] == [
+        "INSERT INTO checkpoint_blobs",
+        "INSERT INTO checkpoints",
+        "INSERT INTO checkpoint_write",
+    ], sent
 
 
 def test_a_sqlite_stage_sends_its_budget_of_statements(tmp_path):

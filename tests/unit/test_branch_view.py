@@ -267,3 +267,45 @@ def test_events_equal_in_python_but_not_as_json_fork_instead_of_being_adopted():
     assert as_bool.branch is not as_int.branch  # ... the substrate stores different JSON
     assert as_bool.state.node("a").output["v"] is True
     assert as_int.digest != as_bool.digest
+
+
+def test_the_dicts_made_checking_a_step_are_what_it_writes_hashes_and_stores():
+    # A stage's events become dicts once (when appended and checked); the channel's
+    # reducer adopts those very dicts, and the chain hash and the stored rows are
+    # exactly what converting the events again would give.
+    from cortex_agents.persistence.store import encode_event
+    from cortex_agents.substrate import append_events
+
+    root = SubstrateLog([NodeScheduled(node_id="a", kind="k", at=at(0))])
+    step = [
+        StageStarted(node_id="a", at=at(1)),
+        StageCompleted(node_id="a", at=at(2), output={"z": [1, 2.5, "é"], "a": {"n": None}}),
+    ]
+    now = root.appended(step)
+    dicts = now.event_dicts(len(root))
+    assert dicts == [event_to_dict(e) for e in step]
+    assert now.event_dicts(len(root))[1] is dicts[1]  # kept, not made again
+    assert append_events(root, dicts).branch is now.branch  # adopted by identity
+    assert now.digest == fresh(now).digest  # the same chain hash
+    assert [encode_event(e, d) for e, d in zip(step, dicts, strict=True)] == [
+        encode_event(e) for e in step
+    ]
+    # a range no single append made, or made of event dicts, is converted afresh
+    assert now.event_dicts(0) == [event_to_dict(e) for e in now]
+    from_dicts = root.appended([event_to_dict(e) for e in step])
+    assert from_dicts.event_dicts(len(root)) == dicts
+
+
+def test_the_dicts_of_a_step_outlive_the_next_steps_for_a_late_checkpoint():
+    # under durability="async" a step's checkpoint may be stored after later steps ran
+    from cortex_agents.substrate.branch import FORMS_KEPT
+
+    log = SubstrateLog([NodeScheduled(node_id=f"n{i}", kind="k", at=at(0)) for i in range(40)])
+    starts, i = [], 0
+    for i in range(FORMS_KEPT + 3):
+        starts.append(len(log))
+        log = log.appended([StageStarted(node_id=f"n{i}", at=at(1 + i))])
+    kept = [s for s in starts if log.branch.forms(s, s + 1) is not None]
+    assert kept == starts[-FORMS_KEPT:]  # bounded, the oldest out first
+    for s in starts:  # kept or not, the dicts are right
+        assert log.prefix(s + 1).event_dicts(s) == [event_to_dict(log[s])]
