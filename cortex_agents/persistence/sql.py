@@ -632,6 +632,11 @@ class _RowsInOneStatement:
         self.flush()  # whatever is read of the cursor (a fetch, a row count) follows the held insert
         return getattr(self._cursor, name)
 
+    def __iter__(self) -> Iterator[Any]:
+        """The rows of the last statement (``for row in cur``: looked up on the type, not here)."""
+        self.flush()
+        return iter(self._cursor)
+
     def execute(self, query: Any, params: Any = None, *args: Any, **kwargs: Any) -> Any:
         plain = not (args or kwargs)
         if self._check is not None and self._check.unsent is not None:

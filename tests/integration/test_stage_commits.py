@@ -292,6 +292,24 @@ def test_a_joined_cursor_writes_or_refuses_what_langgraphs_own_cursor_does(
         assert (got, written) == (None, expected)
 
 
+@pytest.mark.postgres
+def test_a_joined_saver_lists_a_threads_checkpoints_as_langgraphs_own_does(postgres_url):
+    # LangGraph's list() reads the pending sends of a checkpoint with a parent by
+    # iterating its cursor (``for row in cur``): the joined saver's cursor iterates too
+    from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
+
+    with open_saver(postgres_url) as saver:
+        first = empty_checkpoint()
+        config = {"configurable": {"thread_id": "listed", "checkpoint_ns": ""}}
+        stored = saver.inner.put(config, first, {"step": 0}, {})
+        saver.inner.put(stored, create_checkpoint(first, None, 1), {"step": 1}, {})
+        wanted = {"configurable": {"thread_id": "listed"}}
+        plain = [t.config["configurable"]["checkpoint_id"] for t in saver.inner.list(wanted)]
+        with saver.store.atomic(saver.inner.serde, doing="list") as joined:
+            listed = [t.config["configurable"]["checkpoint_id"] for t in joined.list(wanted)]
+    assert len(plain) == 2 and listed == plain
+
+
 def test_a_sqlite_stage_sends_its_budget_of_statements(tmp_path):
     counts = Counts()
 
