@@ -710,7 +710,7 @@ def _rows_fit(query: str, values: re.Match[str], rows: list[Any]) -> bool:
 _PLACEHOLDER: Final = re.compile(r"%[%sbt]")
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=64)  # LangGraph sends a few texts (and their multi-row forms)
 def _placeholders(query: str) -> int | None:
     """How many positional placeholders (``%s``, ``%b``, ``%t``) ``query`` holds (``%%`` is none).
 
