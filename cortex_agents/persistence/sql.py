@@ -20,6 +20,7 @@ open one transaction that substrate writes *and* a checkpoint write join
 
 from __future__ import annotations
 
+import functools
 import re
 import sqlite3
 import threading
@@ -344,16 +345,10 @@ class _FenceCheck:
         unsent, self.unsent = self.unsent, None
         if unsent is None:
             return sql, params
-        head = sql.lstrip()
-        if (
-            many
-            or head[:6].upper() != "INSERT"
-            or "RETURNING" in sql.upper()
-            or not isinstance(params, Sequence)
-        ):
+        if many or not _joinable(sql, params):
             cursor.execute(_FENCE_CHECK, unsent)
             return sql, params
-        joined = f"WITH {_FENCE_READ}, written AS ({head.rstrip().rstrip(';')}) {_FENCE_TEST}"
+        joined = f"WITH {_FENCE_READ}, written AS ({sql.strip().rstrip(';')}) {_FENCE_TEST}"
         return joined, [unsent[0], *params, unsent[1]]
 
     def send(self, cursor: Any) -> None:
@@ -637,6 +632,11 @@ class _RowsInOneStatement:
         self.flush()  # whatever is read of the cursor (a fetch, a row count) follows the held insert
         return getattr(self._cursor, name)
 
+    def __iter__(self) -> Iterator[Any]:
+        """The rows of the last statement (``for row in cur``: looked up on the type, not here)."""
+        self.flush()
+        return iter(self._cursor)
+
     def execute(self, query: Any, params: Any = None, *args: Any, **kwargs: Any) -> Any:
         plain = not (args or kwargs)
         if self._check is not None and self._check.unsent is not None:
@@ -659,7 +659,7 @@ class _RowsInOneStatement:
             self.execute(query, rows[0])  # one row: the same statement, without the batch
             return None
         values = _VALUES.search(query) if len(rows) > 1 and not (args or kwargs) else None
-        if values is None or "DO UPDATE" in query.upper():
+        if values is None or "DO UPDATE" in query.upper() or not _rows_fit(query, values, rows):
             self.flush()
             if self._check is not None:
                 self._check.joined(self._cursor, query, rows, many=True)  # sent first, alone
@@ -678,13 +678,47 @@ class _RowsInOneStatement:
 
 
 def _joinable(query: Any, params: Any) -> bool:
-    """Whether a statement can follow ``WITH ... AS (...)``: a plain ``INSERT`` returning nothing."""
+    """Whether a statement can follow ``WITH ... AS (...)``: a plain ``INSERT`` returning nothing.
+
+    Its parameters must be what psycopg would bind to it: a tuple or a list,
+    one per placeholder. Joined, they are only a part of the statement's: a
+    string, a mapping or a count that psycopg refuses would be bound, shifted.
+    """
     return (
         isinstance(query, str)
-        and isinstance(params, Sequence)
+        and isinstance(params, tuple | list)
         and query.lstrip()[:6].upper() == "INSERT"
         and "RETURNING" not in query.upper()
+        and _placeholders(query) == len(params)
     )
+
+
+def _rows_fit(query: str, values: re.Match[str], rows: list[Any]) -> bool:
+    """Whether the rows of an ``executemany`` may go as one ``VALUES`` list of the ``values`` match.
+
+    Every placeholder of ``query`` is in its row (``values``), and every row
+    is a tuple or list of one parameter per placeholder: otherwise the
+    flattened parameters would be bound shifted (where psycopg, row by row,
+    refuses them or binds the ones outside the row once per row).
+    """
+    width = values.group(1).count("%s")
+    return _placeholders(query) == width and all(
+        isinstance(row, tuple | list) and len(row) == width for row in rows
+    )
+
+
+_PLACEHOLDER: Final = re.compile(r"%[%sbt]")
+
+
+@functools.lru_cache(maxsize=64)  # LangGraph sends a few texts (and their multi-row forms)
+def _placeholders(query: str) -> int | None:
+    """How many positional placeholders (``%s``, ``%b``, ``%t``) ``query`` holds (``%%`` is none).
+
+    ``None`` when it may hold named ones (``%(name)s``): never joined.
+    """
+    if "%(" in query:
+        return None
+    return sum(1 for found in _PLACEHOLDER.findall(query) if found != "%%")
 
 
 def _holdable(query: str, params: Any) -> bool:

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
-from cortex_agents.errors import WriterFenced
+from cortex_agents.errors import StorageError, WriterFenced
 from cortex_agents.persistence import open_saver
+from cortex_agents.persistence.fencing import Fence
 from cortex_agents.persistence.store import Cursor
 from cortex_agents.persistence.validation import validate_thread
 from cortex_agents.runtime import Runtime, WireBuilder
@@ -222,6 +223,91 @@ def test_a_lock_holders_commits_land_as_langgraphs_own_rows_with_the_fence_in_th
         "INSERT INTO checkpoints",
         "INSERT INTO checkpoint_write",
     ], sent
+
+
+_NOTHING = "VALUES (%s, %s) ON CONFLICT DO NOTHING"
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(
+    ("call", "statement", "rows"),
+    [
+        ("executemany", _NOTHING, [("1", "2"), ["3", "4"]]),  # joined: the same rows
+        ("executemany", _NOTHING, [{"a": "1", "b": "2"}, {"a": "3", "b": "4"}]),
+        ("executemany", _NOTHING, [("1", "2", "3"), ("4",)]),  # ragged
+        ("executemany", _NOTHING, ["ab", "cd"]),  # a string is no row
+        ("execute", _NOTHING, "ab"),  # nor are a statement's parameters
+        ("executemany", "SELECT %s, x FROM (VALUES (%s)) AS v(x)", [("k", "1"), ("k", "2")]),
+    ],
+    ids=[
+        "rows",
+        "dict-rows",
+        "ragged-rows",
+        "string-rows",
+        "string-params",
+        "placeholder-outside-values",
+    ],
+)
+@pytest.mark.parametrize("fenced", [False, True], ids=["unfenced", "fenced"])
+def test_a_joined_cursor_writes_or_refuses_what_langgraphs_own_cursor_does(
+    postgres_url, call, statement, rows, fenced
+):
+    # The joined saver's cursor sends a batch as one multi-row INSERT only when that
+    # is the same rows: a batch psycopg refuses row by row is refused (nothing
+    # written), and one it takes is written as it would be.
+    import psycopg
+
+    sql = f"INSERT INTO joined_probe (a, b) {statement}"
+    with open_saver(postgres_url) as saver:
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute("CREATE TABLE joined_probe (a text, b text)")
+            try:
+                with conn.cursor() as cur:
+                    getattr(cur, call)(sql, rows)
+                expected: Any = sorted(conn.execute("SELECT a, b FROM joined_probe").fetchall())
+            except (TypeError, psycopg.Error) as exc:
+                expected = type(exc)
+            conn.execute("TRUNCATE joined_probe")
+        # fenced: the block's fence check, not sent yet, joins the first statement
+        fence = Fence("probe", saver.store.claim_writer("probe"), cast(Any, None))
+        try:
+            with (
+                saver.store.atomic(
+                    saver.inner.serde,
+                    fence=fence if fenced else None,
+                    doing="probe",
+                    pipelined=fenced,
+                ) as joined,
+                cast(Any, joined)._cursor() as cur,
+            ):
+                getattr(cur, call)(sql, rows)
+            got: Any = None
+        except (TypeError, psycopg.Error, StorageError) as exc:
+            got = type(exc.__cause__ if isinstance(exc, StorageError) else exc)
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            written = sorted(conn.execute("SELECT a, b FROM joined_probe").fetchall())
+    if isinstance(expected, type):
+        assert (got, written) == (expected, [])
+    else:
+        assert (got, written) == (None, expected)
+
+
+@pytest.mark.postgres
+def test_a_joined_saver_lists_a_threads_checkpoints_as_langgraphs_own_does(postgres_url):
+    # LangGraph's list() reads the pending sends of a checkpoint with a parent by
+    # iterating its cursor (``for row in cur``): the joined saver's cursor iterates too
+    from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
+
+    with open_saver(postgres_url) as saver:
+        first = empty_checkpoint()
+        config = {"configurable": {"thread_id": "listed", "checkpoint_ns": ""}}
+        stored = saver.inner.put(config, first, {"step": 0}, {})
+        saver.inner.put(stored, create_checkpoint(first, None, 1), {"step": 1}, {})
+        wanted = {"configurable": {"thread_id": "listed"}}
+        plain = [t.config["configurable"]["checkpoint_id"] for t in saver.inner.list(wanted)]
+        with saver.store.atomic(saver.inner.serde, doing="list") as joined:
+            listed = [t.config["configurable"]["checkpoint_id"] for t in joined.list(wanted)]
+    assert len(plain) == 2 and listed == plain
 
 
 def test_a_sqlite_stage_sends_its_budget_of_statements(tmp_path):
