@@ -27,6 +27,10 @@ Properties:
   first checks the thread's writer epoch, and writes nothing if another
   writer took the thread (:class:`~cortex_agents.errors.WriterFenced`); see
   :mod:`cortex_agents.persistence.fencing`.
+* **Solo writes.** Under the lock, the pending writes of a task the runtime
+  registered as alone in its superstep (:meth:`CortexSaver.expect_solo_writes`)
+  are stored in the transaction of the checkpoint that follows it: one commit
+  per stage; see :mod:`cortex_agents.persistence.solo`.
 
 One line from any saver LangGraph ships: ``CortexSaver.wrap(saver)`` builds the
 matching substrate store (see :mod:`cortex_agents.persistence.wrap`). A plain

@@ -21,7 +21,10 @@ Such a *solo* stage runs the pass itself and sends its successors with
 ``Command(goto=[Send, ...])`` — no scheduler superstep and no extra
 checkpoint. Stages that share a superstep return to the scheduler node,
 which runs the pass once on their merged events. (The events a solo stage's
-pass adds — materialized rewrites — stream as that stage's updates.)
+pass adds — materialized rewrites — stream as that stage's updates.) Under
+the writer lock, a solo stage's pending writes are stored in the transaction
+of the checkpoint that follows it: one commit per stage
+(:mod:`cortex_agents.persistence.solo`).
 
 Rewrite-capable stages are the exception to "all in parallel": they run one
 per superstep, in the order they became ready (then by id), so proposals of
