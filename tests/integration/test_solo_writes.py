@@ -10,6 +10,7 @@ writes go missing.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from typing import Any
 
@@ -316,3 +317,24 @@ def test_an_async_run_holds_and_stores_as_a_sync_one(durable_database):
     with open_saver(db) as saver:
         assert normalised_writes(db, "held", saver) == normalised_writes(db, "plain", saver)
         assert len(normalised_writes(db, "held", saver)) > 0
+
+
+@pytest.mark.parametrize("raising", [False, True], ids=["returns", "raises"])
+def test_writes_no_checkpoint_took_are_stored_when_the_lock_is_released(durable_database, raising):
+    db = durable_database
+    context, saver = opened(db)
+    try:
+        with (
+            pytest.raises(KeyError) if raising else contextlib.nullcontext(),
+            saver.lock("t"),
+        ):
+            first, _ = two_checkpoints()
+            stored = saver.put(config("t"), first, {"source": "input", "step": -1}, {})
+            saver.expect_solo_writes("t", first["id"], "task")
+            saver.put_writes(stored, WRITES, "task", "path")
+            assert writes_of(db, "t") == []  # held: no checkpoint came after it
+            if raising:
+                raise KeyError("the invocation's own error")
+        assert len(writes_of(db, "t")) == len(WRITES) and len(saver._solo) == 0
+    finally:
+        context.__exit__(None, None, None)
