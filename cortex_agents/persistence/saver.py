@@ -459,22 +459,22 @@ class CortexSaver(BaseCheckpointSaver[str]):
         """
         fence = self._fence(config)
         if fence is not None and self._fencing is not None:
-            thread_id = _ids(config)[0]
-            kept, earlier = self._solo.offer(
-                thread_id, HeldWrites(config, writes, task_id, task_path)
-            )
-            if kept:  # stored with the next checkpoint (see persistence/solo.py)
-                return
-            with self._fencing.atomic(
-                self.inner.serde, fence=fence, doing="writes", pipelined=True
-            ) as saver:
-                if earlier is not None:
-                    saver.put_writes(
-                        earlier.config, earlier.writes, earlier.task_id, earlier.task_path
-                    )
-                saver.put_writes(config, writes, task_id, task_path)
+            offered = HeldWrites(config, writes, task_id, task_path)
+            kept, earlier = self._solo.offer(_ids(config)[0], offered)
+            if not kept:  # else stored with the next checkpoint (see persistence/solo.py)
+                self._store_fenced(fence, offered, earlier)
             return
         self.inner.put_writes(config, writes, task_id, task_path)
+
+    def _store_fenced(self, fence: Fence, writes: HeldWrites, earlier: HeldWrites | None) -> None:
+        """Store a lock holder's writes in one fenced transaction (``earlier`` ones first)."""
+        assert self._fencing is not None
+        with self._fencing.atomic(
+            self.inner.serde, fence=fence, doing="writes", pipelined=True
+        ) as saver:
+            for w in (earlier, writes):
+                if w is not None:
+                    saver.put_writes(w.config, w.writes, w.task_id, w.task_path)
 
     def expect_solo_writes(self, thread_id: str, checkpoint_id: str, task_id: str) -> bool:
         """Hold the writes of a task alone in its superstep, to store them with the next checkpoint.
@@ -600,8 +600,14 @@ class CortexSaver(BaseCheckpointSaver[str]):
         task_path: str = "",
     ) -> None:
         """Pending writes are per-task deltas already: stored as they are (fenced under the lock)."""
-        if self._fence(config) is not None and self._fencing is not None:
-            await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+        fence = self._fence(config)
+        if fence is not None and self._fencing is not None:
+            # Offered on the event loop, not in a worker thread: a checkpoint waiting (in a
+            # worker thread) for these writes never depends on the loop's small thread pool.
+            offered = HeldWrites(config, writes, task_id, task_path)
+            kept, earlier = self._solo.offer(_ids(config)[0], offered)
+            if not kept:  # the store's transaction: off the loop
+                await asyncio.to_thread(self._store_fenced, fence, offered, earlier)
             return
         await self.inner.aput_writes(config, writes, task_id, task_path)
 
@@ -692,8 +698,10 @@ class CortexSaver(BaseCheckpointSaver[str]):
         await asyncio.to_thread(manager.__enter__)
         try:
             yield
-        finally:
-            await asyncio.to_thread(manager.__exit__, None, None, None)
+        except BaseException as exc:  # the lock's exit sees it: a flush failure becomes its note
+            await asyncio.to_thread(manager.__exit__, type(exc), exc, exc.__traceback__)
+            raise
+        await asyncio.to_thread(manager.__exit__, None, None, None)
 
     def check_writer(self, thread_id: str) -> None:
         """Raise :class:`WriterFenced` if this saver holds the thread's lock and the lock went away.

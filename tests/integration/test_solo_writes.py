@@ -338,3 +338,41 @@ def test_writes_no_checkpoint_took_are_stored_when_the_lock_is_released(durable_
         assert len(writes_of(db, "t")) == len(WRITES) and len(saver._solo) == 0
     finally:
         context.__exit__(None, None, None)
+
+
+def test_async_lock_release_under_an_error_stores_held_writes_and_keeps_that_error(
+    durable_database, monkeypatch
+):
+    """``alock`` hands the invocation's error to the release: a failed store is its note."""
+    db = durable_database
+
+    async def invocation(saver: Any, thread: str, fail_store: bool) -> None:
+        async with saver.alock(thread):
+            first, _ = two_checkpoints()
+            stored = await saver.aput(config(thread), first, {"step": -1}, {})
+            assert saver.expect_solo_writes(thread, first["id"], "task")
+            await saver.aput_writes(stored, WRITES, "task", "path")  # held, on the loop
+            assert writes_of(db, thread) == []
+            if fail_store:
+                failing = StorageError("io_error", "the disk went away")
+
+                def broken(*args: Any, **kwargs: Any) -> Any:
+                    raise failing
+
+                monkeypatch.setattr(saver._fencing, "atomic", broken)
+            raise KeyError("the invocation's own error")
+
+    async def run(fail_store: bool) -> BaseException:
+        async with aopen_saver(db) as saver:
+            thread = "fails" if fail_store else "stores"
+            with pytest.raises(KeyError) as raised:
+                await invocation(saver, thread, fail_store)
+            assert len(saver._solo) == 0
+            return raised.value
+
+    error = asyncio.run(run(False))
+    assert not getattr(error, "__notes__", None)
+    assert len(writes_of(db, "stores")) == len(WRITES)
+    error = asyncio.run(run(True))  # the run's error, not the store's, with a note saying so
+    assert any("held writes alone also failed" in n for n in error.__notes__), error
+    assert writes_of(db, "fails") == []
