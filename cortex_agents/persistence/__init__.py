@@ -15,7 +15,9 @@ One way to get a saver for each lifetime:
  Use the saver as any checkpointer, and hold :meth:`CortexSaver.lock`
 around an invocation to keep one writer per thread: while it is held, every commit
 for the thread is fenced (a writer that lost the lock writes nothing once another
-took the thread; :mod:`cortex_agents.persistence.fencing`). :func:`import_document`
+took the thread; :mod:`cortex_agents.persistence.fencing`), and the pending writes of a
+task alone in its superstep are stored in the next checkpoint's transaction
+(:mod:`cortex_agents.persistence.solo`). :func:`import_document`
 writes a snapshot as a thread in one transaction; :func:`validate_thread`
 checks a stored thread as a file would be checked.
 """

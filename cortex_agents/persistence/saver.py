@@ -27,6 +27,10 @@ Properties:
   first checks the thread's writer epoch, and writes nothing if another
   writer took the thread (:class:`~cortex_agents.errors.WriterFenced`); see
   :mod:`cortex_agents.persistence.fencing`.
+* **Solo writes.** Under the lock, the pending writes of a task the runtime
+  registered as alone in its superstep (:meth:`CortexSaver.expect_solo_writes`)
+  are stored in the transaction of the checkpoint that follows it: one commit
+  per stage; see :mod:`cortex_agents.persistence.solo`.
 
 One line from any saver LangGraph ships: ``CortexSaver.wrap(saver)`` builds the
 matching substrate store (see :mod:`cortex_agents.persistence.wrap`). A plain
@@ -63,6 +67,7 @@ from langgraph.checkpoint.base import (
 from cortex_agents.errors import InvalidArgument
 from cortex_agents.persistence.fencing import Fence, Writers
 from cortex_agents.persistence.locks import ProcessLocks, ThreadLocks
+from cortex_agents.persistence.solo import HeldWrites, SoloWrites
 from cortex_agents.persistence.store import EMPTY_CURSOR, Cursor, SubstrateStore
 from cortex_agents.substrate.log import SubstrateLog
 
@@ -110,6 +115,8 @@ class CortexSaver(BaseCheckpointSaver[str]):
             :meth:`wrap` built).
         writers: The fences of this saver's lock holders (shared with the
             copies :meth:`with_allowlist` makes).
+        solo: The solo tasks' held writes (shared with those copies too; see
+            :meth:`expect_solo_writes`).
     """
 
     def __init__(
@@ -122,6 +129,7 @@ class CortexSaver(BaseCheckpointSaver[str]):
         cursor_cache: int = 256,
         owns_store: bool = False,
         writers: Writers | None = None,
+        solo: SoloWrites | None = None,
     ) -> None:
         super().__init__(serde=inner.serde)
         self.inner = inner
@@ -133,6 +141,7 @@ class CortexSaver(BaseCheckpointSaver[str]):
         self._guard = threading.Lock()
         self._owns_store = owns_store
         self._writers = writers if writers is not None else Writers()
+        self._solo = solo if solo is not None else SoloWrites()
         self._joint = self._joint_store()
         # where a lock holder's commits go: any store that can join a checkpoint write
         self._fencing = cast(_JointStore, store) if hasattr(store, "atomic") else None
@@ -222,6 +231,7 @@ class CortexSaver(BaseCheckpointSaver[str]):
             locks=self.locks,
             cursor_cache=self._cursor_cache,
             writers=self._writers,
+            solo=self._solo,
         )  # the store stays this saver's to close
 
     # -- cursor bookkeeping --------------------------------------------------------------
@@ -245,6 +255,7 @@ class CortexSaver(BaseCheckpointSaver[str]):
             sizes = {"cursors": len(self._cursors)}
         sizes.update(self.store.cache_sizes())
         sizes["locks"] = self.locks.held()
+        sizes["solo"] = len(self._solo)
         return sizes
 
     def _rehydrate(self, tup: CheckpointTuple | None) -> CheckpointTuple | None:
@@ -362,20 +373,55 @@ class CortexSaver(BaseCheckpointSaver[str]):
         new_versions: ChannelVersions,
         parent: _Parent | None,
     ) -> RunnableConfig:
-        """Store the events and the checkpoint: in one transaction when the store can join it."""
-        thread_id, ns, _ = _ids(config)
+        """Store the events and the checkpoint: in one transaction when the store can join it.
+
+        A lock holder's checkpoint also stores, in that transaction, the held writes
+        of the solo task that ran at its parent (:mod:`cortex_agents.persistence.solo`).
+        """
+        thread_id, ns, parent_id = _ids(config)
         joint = self._joint if fence is None else self._fencing
+        held = None
+        if fence is not None and joint is not None:
+            held = self._solo.take(thread_id, parent_id)
         if joint is not None:
-            # one transaction, one sync: the fence check, the events and the checkpoint
-            with joint.atomic(
-                self.inner.serde, fence=fence, doing="checkpoint", pipelined=True
-            ) as saver:
-                if has_substrate:
-                    checkpoint = self._store_value(thread_id, ns, checkpoint, parent)
-                return saver.put(config, checkpoint, metadata, new_versions)
+            try:
+                # one transaction, one sync: the fence check, the events, the checkpoint
+                # and the writes of the task that led to it
+                with joint.atomic(
+                    self.inner.serde, fence=fence, doing="checkpoint", pipelined=True
+                ) as saver:
+                    if has_substrate:
+                        checkpoint = self._store_value(thread_id, ns, checkpoint, parent)
+                    stored = saver.put(config, checkpoint, metadata, new_versions)
+                    if held is not None:
+                        saver.put_writes(held.config, held.writes, held.task_id, held.task_path)
+                    return stored
+            except BaseException as exc:
+                if held is not None:  # the task's writes stay durable, whatever the checkpoint's
+                    self._store_held(fence, [held], cause=exc)
+                raise
         if has_substrate:
             checkpoint = self._store_value(thread_id, ns, checkpoint, parent)
         return self.inner.put(config, checkpoint, metadata, new_versions)
+
+    def _store_held(
+        self, fence: Fence | None, held: Sequence[HeldWrites], cause: BaseException | None
+    ) -> None:
+        """Store held writes alone, in one fenced transaction; a failure is a note on ``cause``."""
+        try:
+            if self._fencing is None or fence is None:  # (never held so: a lock holder's only)
+                for h in held:
+                    self.inner.put_writes(h.config, h.writes, h.task_id, h.task_path)
+                return
+            with self._fencing.atomic(
+                self.inner.serde, fence=fence, doing="writes", pipelined=True
+            ) as saver:
+                for h in held:
+                    saver.put_writes(h.config, h.writes, h.task_id, h.task_path)
+        except Exception as failed:
+            if cause is None:
+                raise
+            cause.add_note(f"storing a solo task's held writes alone also failed: {failed!r}")
 
     def _fence(self, config: RunnableConfig) -> Fence | None:
         """The fence this saver holds for the config's thread, if it holds the thread's lock."""
@@ -413,12 +459,60 @@ class CortexSaver(BaseCheckpointSaver[str]):
         """
         fence = self._fence(config)
         if fence is not None and self._fencing is not None:
-            with self._fencing.atomic(
-                self.inner.serde, fence=fence, doing="writes", pipelined=True
-            ) as saver:
-                saver.put_writes(config, writes, task_id, task_path)
+            offered = HeldWrites(config, writes, task_id, task_path)
+            kept, earlier = self._solo.offer(_ids(config)[0], offered)
+            if not kept:  # else stored with the next checkpoint (see persistence/solo.py)
+                self._store_fenced(fence, offered, earlier)
             return
         self.inner.put_writes(config, writes, task_id, task_path)
+
+    def _store_fenced(self, fence: Fence, writes: HeldWrites, earlier: HeldWrites | None) -> None:
+        """Store a lock holder's writes in one fenced transaction (``earlier`` ones first)."""
+        assert self._fencing is not None
+        with self._fencing.atomic(
+            self.inner.serde, fence=fence, doing="writes", pipelined=True
+        ) as saver:
+            for w in (earlier, writes):
+                if w is not None:
+                    saver.put_writes(w.config, w.writes, w.task_id, w.task_path)
+
+    def expect_solo_writes(self, thread_id: str, checkpoint_id: str, task_id: str) -> bool:
+        """Hold the writes of a task alone in its superstep, to store them with the next checkpoint.
+
+        The runtime calls this from a stage it sent alone, just before the task
+        ends. Only a lock holder's saver holds anything (its commits are fenced);
+        what it holds is stored at the latest when the invocation's lock is
+        released. See :mod:`cortex_agents.persistence.solo`.
+
+        Args:
+            thread_id: The thread.
+            checkpoint_id: The checkpoint the task ran at (its writes' ``checkpoint_id``).
+            task_id: The task.
+
+        Returns:
+            Whether the writes will be held.
+        """
+        thread_id = str(thread_id)
+        if self._fencing is None or self._writers.get(thread_id) is None:
+            return False
+        self._solo.expect(thread_id, checkpoint_id, task_id)
+        return True
+
+    def flush_solo_writes(self, thread_id: str, *, cause: BaseException | None = None) -> None:
+        """Store alone what is still held for the thread, and end its solo registrations.
+
+        Args:
+            thread_id: The thread.
+            cause: The error the invocation ends with, if any: a failure to store
+                is then a note on it, never raised in its place.
+
+        Raises:
+            StorageError, WriterFenced: storing failed and there was no ``cause``.
+        """
+        thread_id = str(thread_id)
+        held = self._solo.drain(thread_id)
+        if held:
+            self._store_held(self._writers.get(thread_id), held, cause)
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete the thread's checkpoints and substrate.
@@ -506,8 +600,14 @@ class CortexSaver(BaseCheckpointSaver[str]):
         task_path: str = "",
     ) -> None:
         """Pending writes are per-task deltas already: stored as they are (fenced under the lock)."""
-        if self._fence(config) is not None and self._fencing is not None:
-            await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+        fence = self._fence(config)
+        if fence is not None and self._fencing is not None:
+            # Offered on the event loop, not in a worker thread: a checkpoint waiting (in a
+            # worker thread) for these writes never depends on the loop's small thread pool.
+            offered = HeldWrites(config, writes, task_id, task_path)
+            kept, earlier = self._solo.offer(_ids(config)[0], offered)
+            if not kept:  # the store's transaction: off the loop
+                await asyncio.to_thread(self._store_fenced, fence, offered, earlier)
             return
         await self.inner.aput_writes(config, writes, task_id, task_path)
 
@@ -584,7 +684,12 @@ class CortexSaver(BaseCheckpointSaver[str]):
         with self.locks.hold(thread_id, timeout) as lease:
             epoch = self.store.claim_writer(thread_id)
             with self._writers.holding(Fence(thread_id, epoch, lease)):
-                yield
+                try:
+                    yield
+                except BaseException as exc:
+                    self.flush_solo_writes(thread_id, cause=exc)
+                    raise
+                self.flush_solo_writes(thread_id)  # under the fence still
 
     @asynccontextmanager
     async def alock(self, thread_id: str, *, timeout: float | None = 0.0) -> AsyncIterator[None]:
@@ -593,8 +698,10 @@ class CortexSaver(BaseCheckpointSaver[str]):
         await asyncio.to_thread(manager.__enter__)
         try:
             yield
-        finally:
-            await asyncio.to_thread(manager.__exit__, None, None, None)
+        except BaseException as exc:  # the lock's exit sees it: a flush failure becomes its note
+            await asyncio.to_thread(manager.__exit__, type(exc), exc, exc.__traceback__)
+            raise
+        await asyncio.to_thread(manager.__exit__, None, None, None)
 
     def check_writer(self, thread_id: str) -> None:
         """Raise :class:`WriterFenced` if this saver holds the thread's lock and the lock went away.

@@ -21,7 +21,10 @@ Such a *solo* stage runs the pass itself and sends its successors with
 ``Command(goto=[Send, ...])`` — no scheduler superstep and no extra
 checkpoint. Stages that share a superstep return to the scheduler node,
 which runs the pass once on their merged events. (The events a solo stage's
-pass adds — materialized rewrites — stream as that stage's updates.)
+pass adds — materialized rewrites — stream as that stage's updates.) Under
+the writer lock, a solo stage's pending writes are stored in the transaction
+of the checkpoint that follows it: one commit per stage
+(:mod:`cortex_agents.persistence.solo`).
 
 Rewrite-capable stages are the exception to "all in parallel": they run one
 per superstep, in the order they became ready (then by id), so proposals of
@@ -43,6 +46,7 @@ from typing import Annotated, Any, Protocol, TypedDict
 
 from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
 from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import get_runtime
 from langgraph.types import Command, Send
 
 from cortex_agents.errors import InvalidWire, Problem, StorageError
@@ -62,6 +66,11 @@ from cortex_agents.substrate.state import GraphState
 __all__ = ["RunState", "WireGraph", "build_graph", "frontier_tag"]
 
 SCHEDULER = "scheduler"
+# Where LangGraph keeps an invocation's ``durability`` in a task's config (absent: "async").
+# It has no public name. Were it moved, an "exit" run would register solo tasks whose writes
+# never come: harmless (registrations end with the lock) but for one that resumed a superstep,
+# whose final checkpoint would wait EXPECT_TIMEOUT for them.
+_DURABILITY = "__pregel_durability"
 FRONTIER_CACHE = 64
 """Frontier logs kept per compiled wire (a stage whose frontier was evicted reads its checkpoint)."""
 
@@ -432,6 +441,23 @@ class WireGraph:
         goto = self.sends(result.log, result.sends, thread_id, payload.get("input"))
         return Command(update=update, goto=goto)
 
+    def expect_solo(self, payload: dict[str, Any], config: RunnableConfig) -> None:
+        """Tell the saver a solo stage's task ends: it may store the task's writes with the
+        next checkpoint, in one transaction (see :mod:`cortex_agents.persistence.solo`).
+
+        Not under ``durability="exit"``: LangGraph then stores no writes of finished
+        supersteps at all.
+        """
+        expect = getattr(self.saver, "expect_solo_writes", None)
+        if not payload.get("solo") or expect is None:
+            return
+        configurable = config["configurable"]
+        if configurable.get(_DURABILITY) == "exit":
+            return
+        info = get_runtime().execution_info
+        if info is not None:
+            expect(configurable["thread_id"], info.checkpoint_id, info.task_id)
+
     def stage_node(self, kind: StageKind) -> _StageNode:
         """The LangGraph node that runs stages of one kind (sync and async).
 
@@ -449,14 +475,18 @@ class WireGraph:
                 check(config["configurable"]["thread_id"])
             ctx, seen, follows = self.context(payload, config)
             events = execute_stage(kind.fn, ctx, payload["frontier"], state=follows)
-            return self.finish(payload, config, seen, events)
+            command = self.finish(payload, config, seen, events)
+            self.expect_solo(payload, config)
+            return command
 
         async def arun(payload: dict[str, Any], config: RunnableConfig) -> Command[str]:
             if acheck is not None:
                 await acheck(config["configurable"]["thread_id"])
             ctx, seen, follows = self.context(payload, config)
             events = await aexecute_stage(kind.fn, ctx, payload["frontier"], state=follows)
-            return self.finish(payload, config, seen, events)
+            command = self.finish(payload, config, seen, events)
+            self.expect_solo(payload, config)
+            return command
 
         return _StageNode(kind.name, run, arun)
 

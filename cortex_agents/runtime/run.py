@@ -173,6 +173,7 @@ class Runtime:
                     None, config, stream_mode=_MODES, durability=self.durability
                 )
                 yield from self._progress(chunks, final, decode)
+                self.saver.flush_solo_writes(thread_id)
             start: RunState = {"scanned": None, "retry": True}
             if input is not None:
                 start["input"] = input
@@ -180,6 +181,9 @@ class Runtime:
                 start, config, stream_mode=_MODES, durability=self.durability
             )
             yield from self._progress(chunks, final, decode)
+            # a solo stage's writes go with the checkpoint after it (persistence/solo.py):
+            # whatever no checkpoint took is stored now (and at the latest when the lock goes)
+            self.saver.flush_solo_writes(thread_id)
 
     @staticmethod
     def _progress(chunks: Iterator[Any], final: _Final, decode: bool) -> Iterator[Progress]:

@@ -1,4 +1,7 @@
-"""A long no-LLM wire for the crash tests: 300 stages in 100 layers of 3.
+"""A long no-LLM wire for the crash tests: 300 stages in 100 layers of 3 (``CORTEX_CRASH_WIDTH``).
+
+With a width of 1 it is a chain: every stage is alone in its superstep, so its
+pending writes commit with the next checkpoint (persistence/solo.py).
 
 Each stage sleeps a little (so kills land mid-run), appends its id to the
 file named by ``CORTEX_CRASH_LOG`` (counting executions, which may exceed one
@@ -15,8 +18,8 @@ import time
 
 from cortex_agents.runtime import StageContext, WireBuilder
 
-LAYERS = 100
-WIDTH = 3
+WIDTH = int(os.environ.get("CORTEX_CRASH_WIDTH", "3"))  # 1: a chain, every stage solo
+LAYERS = 300 // WIDTH
 
 
 def work(ctx: StageContext) -> dict:

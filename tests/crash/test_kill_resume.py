@@ -12,6 +12,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from cortex_agents.persistence import open_saver
 from cortex_agents.substrate import StageCompleted
 
@@ -20,8 +22,13 @@ KILLS = 20
 STAGES = 300
 
 
-def start(db: Path, log: Path) -> subprocess.Popen:
-    env = {**os.environ, "CORTEX_CRASH_LOG": str(log), "PYTHONUNBUFFERED": "1"}
+def start(db: Path, log: Path, width: int) -> subprocess.Popen:
+    env = {
+        **os.environ,
+        "CORTEX_CRASH_LOG": str(log),
+        "CORTEX_CRASH_WIDTH": str(width),
+        "PYTHONUNBUFFERED": "1",
+    }
     return subprocess.Popen(
         [
             sys.executable,
@@ -43,8 +50,8 @@ def start(db: Path, log: Path) -> subprocess.Popen:
     )
 
 
-def run_to_end(db: Path, log: Path) -> None:
-    child = start(db, log)
+def run_to_end(db: Path, log: Path, width: int) -> None:
+    child = start(db, log, width)
     output, _ = child.communicate(timeout=600)
     assert child.returncode == 0, output
 
@@ -63,16 +70,18 @@ def comparable(log) -> dict[str, tuple]:
     }
 
 
-def test_sigkill_at_random_moments_loses_and_duplicates_nothing(tmp_path, crash_report):
+# width 1: a chain, whose stages' writes wait for the next checkpoint's commit
+@pytest.mark.parametrize("width", [3, 1], ids=["layers", "chain"])
+def test_sigkill_at_random_moments_loses_and_duplicates_nothing(tmp_path, crash_report, width):
     reference_db, reference_log = tmp_path / "reference.db", tmp_path / "reference.log"
-    run_to_end(reference_db, reference_log)
+    run_to_end(reference_db, reference_log, width)
     expected = final_state(reference_db)
 
     db, executions = tmp_path / "crashed.db", tmp_path / "crashed.log"
     rng = random.Random(int(os.environ.get("CORTEX_CRASH_SEED", "7")))
     kills = 0
     while kills < KILLS:
-        child = start(db, executions)
+        child = start(db, executions, width)
         line = child.stdout.readline()  # "running ..." once the run has begun
         time.sleep(rng.uniform(0.02, 0.35))
         if child.poll() is not None:  # it finished before the kill
@@ -83,7 +92,7 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(tmp_path, crash_
         child.stdout.close()
         assert line.startswith("running"), line
         kills += 1
-    run_to_end(db, executions)
+    run_to_end(db, executions, width)
     assert kills == KILLS, f"the run finished after {kills} kills; make the wire longer"
 
     crashed = final_state(db)
@@ -99,6 +108,6 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(tmp_path, crash_
     reexecuted = len(ran) - STAGES
     assert set(ran) == set(completions)
     crash_report.append(
-        f"{kills} SIGKILLs over a {STAGES}-stage run: {len(ran)} stage executions, "
+        f"{kills} SIGKILLs over a {STAGES}-stage run (width {width}): {len(ran)} stage executions, "
         f"{reexecuted} re-executions (bodies run at least once); final substrate equals the uninterrupted run's"
     )

@@ -1,10 +1,12 @@
 """What one stage costs the database: statements, and reads the commit waits for.
 
-A stage of a chain commits twice (its pending writes, then the superstep's
-checkpoint with its substrate events), each in one transaction. These tests
-count, per stage of a run, the statements the saver sends and the results it
-fetches in the middle of a commit (on Postgres each such fetch is a round trip
-the worker waits for; a commit's own end is not a fetch). The counts are the
+A stage of a chain is alone in its superstep, so it commits once: its pending
+writes go in the transaction of the checkpoint that follows it, with its
+substrate events (``persistence/solo.py``; a stage sharing its superstep
+commits its writes alone first). These tests count, per stage of a run, the
+commits, the statements the saver sends and the results it fetches in the
+middle of a commit (on Postgres each such fetch is a round trip the worker
+waits for; a commit's own end is not a fetch). The counts are the
 marginal ones: a 12-stage chain minus a 4-stage chain, over 8, so a run's own
 fixed work (the lock, the writer claim, the first checkpoints) cancels out.
 They are budgets that a change adding a statement or a read to every stage
@@ -39,8 +41,10 @@ from tests.helpers import T0
 CONFIG = {"configurable": {"thread_id": "t"}}
 
 # Per stage of a chain, in steady state (see the module docstring).
-STATEMENT_BUDGET = {"postgres": 9, "sqlite": 16}
+STATEMENT_BUDGET = {"postgres": 7, "sqlite": 13}
 """Statements per stage: a row of an ``executemany`` counts as one (it is one on the wire)."""
+COMMIT_BUDGET = 1.0
+"""Commits per stage of a chain: its writes and its checkpoint in one transaction."""
 
 
 def chain(n: int) -> Any:
@@ -56,6 +60,7 @@ class Counts:
     def __init__(self) -> None:
         self.statements: list[str] = []
         self.fetches = 0
+        self.commits = 0.0  # per stage, set by ``per_stage``
         self.on = False
 
     def statement(self, sql: Any, rows: int = 1) -> None:
@@ -97,11 +102,14 @@ def counting_postgres(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counts]:
 def per_stage(
     db: str, counts: Counts, trace: Callable[[Any], None] | None = None
 ) -> tuple[float, float]:
-    """Statements and fetches per stage: (12-stage run - 4-stage run) / 8, each wire warmed first."""
+    """Statements and fetches per stage: (12-stage run - 4-stage run) / 8, each wire warmed first.
+
+    ``counts.commits`` is set to the commits per stage, counted the same way.
+    """
     with open_saver(db) as saver:
         if trace is not None:
             trace(saver)
-        sent, fetched = {}, {}
+        sent, fetched, committed = {}, {}, {}
         for n in (4, 12):
             runtime = Runtime(chain(n), saver, clock=TickingClock(T0))
             runtime.run(f"warm-{n}")
@@ -111,6 +119,8 @@ def per_stage(
             counts.on = False
             assert result.complete and len(result.state.nodes) == n
             sent[n], fetched[n] = len(counts.statements) - before, counts.fetches - fetches
+            committed[n] = counts.statements[before:].count("COMMIT")
+    counts.commits = (committed[12] - committed[4]) / 8
     return (sent[12] - sent[4]) / 8, (fetched[12] - fetched[4]) / 8
 
 
@@ -121,6 +131,7 @@ def test_a_postgres_stage_sends_its_budget_of_statements_and_waits_only_at_commi
     with counting_postgres(monkeypatch) as counts:
         statements, fetches = per_stage(postgres_url, counts)
     assert statements <= STATEMENT_BUDGET["postgres"], statements
+    assert counts.commits <= COMMIT_BUDGET, counts.commits
     # the fence is checked, and the branch head known, without a read: a stage's commits
     # fetch nothing before their end (a run fetches its new branch's key, once)
     assert fetches == 0, fetches
@@ -318,6 +329,7 @@ def test_a_sqlite_stage_sends_its_budget_of_statements(tmp_path):
 
     statements, _ = per_stage(str(tmp_path / "run.db"), counts, trace)
     assert statements <= STATEMENT_BUDGET["sqlite"], statements
+    assert counts.commits <= COMMIT_BUDGET, counts.commits
     assert not any("MAX(seq)" in s for s in counts.statements)
 
 
