@@ -424,3 +424,31 @@ def test_a_stream_stopped_early_stores_everything_before_the_lock_is_released(
         finished = runtime.run("t")  # and the thread finishes as an uninterrupted run does
         reference = Runtime(chain(4), saver, clock=LogicalClock(T0)).run("reference")
         assert finished.complete and finished.log.state.nodes == reference.log.state.nodes
+
+
+def test_a_task_that_ends_as_the_lock_is_released_has_its_writes_stored(
+    durable_database, monkeypatch
+):
+    """A solo task still running when the lock goes (an async stream its consumer left,
+    a stage streaming tokens) may end between the lock's last flush and the release:
+    its writes must then be stored, not held for a checkpoint no flush will see."""
+    db = durable_database
+    context, saver = opened(db)
+    registered: list[bool] = []
+    try:
+        with saver.lock("t"):
+            first, _ = two_checkpoints()
+            stored = saver.put(config("t"), first, {"source": "input", "step": -1}, {})
+            drain = saver._solo.drain
+
+            def then_a_task_ends(*args: Any, **kwargs: Any) -> Any:
+                drained = drain(*args, **kwargs)  # the lock's last flush
+                registered.append(saver.expect_solo_writes("t", first["id"], "task"))
+                saver.put_writes(stored, WRITES, "task", "path")  # the lock is still held
+                return drained
+
+            monkeypatch.setattr(saver._solo, "drain", then_a_task_ends)
+        assert registered == [False]  # no registration outlives the lock's last flush
+        assert len(writes_of(db, "t")) == len(WRITES) and len(saver._solo) == 0
+    finally:
+        context.__exit__(None, None, None)
