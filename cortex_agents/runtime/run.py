@@ -153,7 +153,9 @@ class Runtime:
         """Advance the thread, yielding each event as its superstep ends.
 
         ``input`` is given to every stage; on a thread that exists already it
-        replaces the previous input, or is kept when ``None``.
+        replaces the previous input, or is kept when ``None``. Closing the
+        iterator early ends the invocation: what LangGraph is still storing is
+        stored, fenced, before the thread's lock is released.
         """
         return self._advance(thread_id, input, _Final(), decode=True)
 
