@@ -495,8 +495,7 @@ class CortexSaver(BaseCheckpointSaver[str]):
         thread_id = str(thread_id)
         if self._fencing is None or self._writers.get(thread_id) is None:
             return False
-        self._solo.expect(thread_id, checkpoint_id, task_id)
-        return True
+        return self._solo.expect(thread_id, checkpoint_id, task_id)
 
     def flush_solo_writes(self, thread_id: str, *, cause: BaseException | None = None) -> None:
         """Store alone what is still held for the thread, and end its solo registrations.
@@ -509,8 +508,11 @@ class CortexSaver(BaseCheckpointSaver[str]):
         Raises:
             StorageError, WriterFenced: storing failed and there was no ``cause``.
         """
-        thread_id = str(thread_id)
-        held = self._solo.drain(thread_id)
+        self._flush_solo(str(thread_id), cause, close=False)
+
+    def _flush_solo(self, thread_id: str, cause: BaseException | None, *, close: bool) -> None:
+        """:meth:`flush_solo_writes`; ``close``: the lock's last, after which no task registers."""
+        held = self._solo.drain(thread_id, close=close)
         if held:
             self._store_held(self._writers.get(thread_id), held, cause)
 
@@ -684,12 +686,13 @@ class CortexSaver(BaseCheckpointSaver[str]):
         with self.locks.hold(thread_id, timeout) as lease:
             epoch = self.store.claim_writer(thread_id)
             with self._writers.holding(Fence(thread_id, epoch, lease)):
+                self._solo.open(thread_id)
                 try:
                     yield
                 except BaseException as exc:
-                    self.flush_solo_writes(thread_id, cause=exc)
+                    self._flush_solo(thread_id, exc, close=True)
                     raise
-                self.flush_solo_writes(thread_id)  # under the fence still
+                self._flush_solo(thread_id, None, close=True)  # under the fence still
 
     @asynccontextmanager
     async def alock(self, thread_id: str, *, timeout: float | None = 0.0) -> AsyncIterator[None]:

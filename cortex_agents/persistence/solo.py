@@ -18,7 +18,9 @@ When it is stored: inside the transaction of the ``put`` whose parent is the
 checkpoint the task ran at (:meth:`SoloWrites.take`); LangGraph runs the two
 calls in a background pool, so the put waits a bounded time for writes it
 was told to expect. Anything still held when an invocation ends, or when the
-lock is released, is stored alone (:meth:`SoloWrites.drain`). If the merged
+lock is released, is stored alone (:meth:`SoloWrites.drain`); once the lock's
+last flush is done, no task registers (:meth:`SoloWrites.open`), so nothing is
+held that no flush would see. If the merged
 commit fails, the writes are stored alone, and that failure is a note on
 the put's error.
 
@@ -68,16 +70,31 @@ class SoloWrites:
         self._changed = threading.Condition()
         self._expected: dict[_Key, str] = {}  # -> the task id
         self._held: dict[_Key, HeldWrites] = {}
+        self._open: set[str] = set()  # threads whose lock is held, until its last flush
         self._timeout = timeout
 
     def __len__(self) -> int:
         """Expected and held entries (both bounded by the threads being run)."""
         return len(self._expected) + len(self._held)
 
-    def expect(self, thread_id: str, checkpoint_id: str, task_id: str) -> None:
-        """The task that ran at this checkpoint is alone in its superstep: hold its writes."""
+    def open(self, thread_id: str) -> None:
+        """The thread's lock is held: its tasks may register until ``drain(..., close=True)``."""
         with self._changed:
+            self._open.add(thread_id)
+
+    def expect(self, thread_id: str, checkpoint_id: str, task_id: str) -> bool:
+        """The task that ran at this checkpoint is alone in its superstep: hold its writes.
+
+        Returns:
+            Whether they will be held: not once the lock's last flush is done (a
+            task still running then, e.g. of a stream its consumer left, would
+            otherwise register writes that no flush stores).
+        """
+        with self._changed:
+            if thread_id not in self._open:
+                return False
             self._expected[(thread_id, checkpoint_id)] = task_id
+            return True
 
     def offer(self, thread_id: str, held: HeldWrites) -> tuple[bool, HeldWrites | None]:
         """Hold ``held`` if its task is expected: ``(held?, earlier writes to store first)``.
@@ -117,9 +134,14 @@ class SoloWrites:
             self._expected.pop(key, None)
             return self._held.pop(key, None)
 
-    def drain(self, thread_id: str) -> list[HeldWrites]:
-        """End every registration of the thread; the writes held for it, in the order held."""
+    def drain(self, thread_id: str, *, close: bool = False) -> list[HeldWrites]:
+        """End every registration of the thread; the writes held for it, in the order held.
+
+        ``close``: the lock's last flush; no task of the thread registers after it.
+        """
         with self._changed:
+            if close:
+                self._open.discard(thread_id)
             for key in [k for k in self._expected if k[0] == thread_id]:
                 del self._expected[key]
             held = [k for k in self._held if k[0] == thread_id]

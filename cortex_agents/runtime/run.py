@@ -153,7 +153,9 @@ class Runtime:
         """Advance the thread, yielding each event as its superstep ends.
 
         ``input`` is given to every stage; on a thread that exists already it
-        replaces the previous input, or is kept when ``None``.
+        replaces the previous input, or is kept when ``None``. Closing the
+        iterator early ends the invocation: what LangGraph is still storing is
+        stored, fenced, before the thread's lock is released.
         """
         return self._advance(thread_id, input, _Final(), decode=True)
 
@@ -172,7 +174,7 @@ class Runtime:
                 chunks = self.graph.stream(
                     None, config, stream_mode=_MODES, durability=self.durability
                 )
-                yield from self._progress(chunks, final, decode)
+                yield from self._consume(chunks, final, decode)
                 self.saver.flush_solo_writes(thread_id)
             start: RunState = {"scanned": None, "retry": True}
             if input is not None:
@@ -180,10 +182,26 @@ class Runtime:
             chunks = self.graph.stream(
                 start, config, stream_mode=_MODES, durability=self.durability
             )
-            yield from self._progress(chunks, final, decode)
+            yield from self._consume(chunks, final, decode)
             # a solo stage's writes go with the checkpoint after it (persistence/solo.py):
             # whatever no checkpoint took is stored now (and at the latest when the lock goes)
             self.saver.flush_solo_writes(thread_id)
+
+    @classmethod
+    def _consume(cls, chunks: Iterator[Any], final: _Final, decode: bool) -> Iterator[Progress]:
+        """:meth:`_progress`, then LangGraph's stream closed, even if our consumer stops early.
+
+        Closing it waits for the stores LangGraph runs in the background (pending
+        writes, checkpoints): the caller does this inside the lock, so they are
+        fenced and the lock's flush sees them. Left to the garbage collector, the
+        stream would close after the lock was released, its stores landing unfenced.
+        """
+        try:
+            yield from cls._progress(chunks, final, decode)
+        finally:
+            close = getattr(chunks, "close", None)  # typed an Iterator; it is a generator
+            if close is not None:
+                close()
 
     @staticmethod
     def _progress(chunks: Iterator[Any], final: _Final, decode: bool) -> Iterator[Progress]:

@@ -24,6 +24,7 @@ from cortex_agents.persistence.urls import is_postgres_url
 from cortex_agents.runtime import Runtime, WireBuilder
 from cortex_agents.runtime.clock import LogicalClock, TickingClock
 from cortex_agents.runtime.graph import build_graph
+from cortex_agents.substrate import StageCompleted
 from tests.graphs import expected_log
 from tests.helpers import T0
 
@@ -376,3 +377,78 @@ def test_async_lock_release_under_an_error_stores_held_writes_and_keeps_that_err
     error = asyncio.run(run(True))  # the run's error, not the store's, with a note saying so
     assert any("held writes alone also failed" in n for n in error.__notes__), error
     assert writes_of(db, "fails") == []
+
+
+def completes(writes: Any, stage: str) -> bool:
+    """Whether a ``put_writes`` call carries the completion of ``stage``."""
+    return any(
+        channel == "substrate"
+        and any(e.get("type") == "stage_completed" and e.get("node_id") == stage for e in value)
+        for channel, value in writes
+    )
+
+
+def test_a_stream_stopped_early_stores_everything_before_the_lock_is_released(
+    durable_database, monkeypatch
+):
+    """Closing ``Runtime.stream`` mid-run: LangGraph's pending stores end under the lock.
+
+    The consumer stops on a solo stage's completion, whose ``put_writes`` LangGraph
+    has handed to its background pool. Were the lock released first, those writes (and
+    any checkpoint in flight) would land unfenced, after the lock's flush, while another
+    writer may hold the thread.
+    """
+    db = durable_database
+    with open_saver(db) as saver:
+        runtime = Runtime(chain(4), saver, clock=LogicalClock(T0))
+        closed = threading.Event()
+        locked: list[bool] = []
+        put_writes = runtime.saver.put_writes
+
+        def store(config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+            if completes(writes, "s01"):
+                closed.wait(1.0)  # a bound: with the lock held to the end, nothing sets it
+            locked.append(runtime.saver._writers.get("t") is not None)
+            put_writes(config, writes, task_id, task_path)
+
+        monkeypatch.setattr(runtime.saver, "put_writes", store)
+        stream = runtime.stream("t")
+        for progress in stream:
+            if isinstance(progress.event, StageCompleted) and progress.event.node_id == "s01":
+                break
+        stream.close()
+        closed.set()
+        assert locked and all(locked), locked  # every write stored while the lock was held
+        assert len(saver._solo) == 0
+        monkeypatch.undo()
+        finished = runtime.run("t")  # and the thread finishes as an uninterrupted run does
+        reference = Runtime(chain(4), saver, clock=LogicalClock(T0)).run("reference")
+        assert finished.complete and finished.log.state.nodes == reference.log.state.nodes
+
+
+def test_a_task_that_ends_as_the_lock_is_released_has_its_writes_stored(
+    durable_database, monkeypatch
+):
+    """A solo task still running when the lock goes (an async stream its consumer left,
+    a stage streaming tokens) may end between the lock's last flush and the release:
+    its writes must then be stored, not held for a checkpoint no flush will see."""
+    db = durable_database
+    context, saver = opened(db)
+    registered: list[bool] = []
+    try:
+        with saver.lock("t"):
+            first, _ = two_checkpoints()
+            stored = saver.put(config("t"), first, {"source": "input", "step": -1}, {})
+            drain = saver._solo.drain
+
+            def then_a_task_ends(*args: Any, **kwargs: Any) -> Any:
+                drained = drain(*args, **kwargs)  # the lock's last flush
+                registered.append(saver.expect_solo_writes("t", first["id"], "task"))
+                saver.put_writes(stored, WRITES, "task", "path")  # the lock is still held
+                return drained
+
+            monkeypatch.setattr(saver._solo, "drain", then_a_task_ends)
+        assert registered == [False]  # no registration outlives the lock's last flush
+        assert len(writes_of(db, "t")) == len(WRITES) and len(saver._solo) == 0
+    finally:
+        context.__exit__(None, None, None)
