@@ -54,9 +54,9 @@ class LogBuffer:
     __slots__ = ("_buffer",)
 
     def __init__(self, events: Iterable[Event] = (), source: SubstrateLog | None = None) -> None:
-        if source is None:  # loaded: sealed at once
+        if source is None:  # loaded: compressed at once
             self._buffer = Branch(events, sealed=True)
-        else:  # sealed as ``source`` seals them, sharing its chunks
+        else:  # compressed as ``source`` compresses them, sharing its chunks
             self._buffer = Branch(sealed=True)
             self.extend(events, source)
 

@@ -139,7 +139,7 @@ class EventList:
         return sealed * CHUNK + len(tail)
 
     @property
-    def sealed(self) -> int:
+    def compressed(self) -> int:
         """How many of the first events are held in chunks (a multiple of :data:`CHUNK`)."""
         return self._parts[1] * CHUNK
 

@@ -127,7 +127,7 @@ def test_a_chunked_list_reads_as_a_plain_list_after_every_append_and_fork(data, 
         extra = [event(cut + j, odd) for j, odd in enumerate(data.draw(odds))]
         fork.extend(extra)
         forks[-1][1].extend(extra)
-    assert len(plain) < 2 * CHUNK or held.sealed > 0  # not trivially a plain list
+    assert len(plain) < 2 * CHUNK or held.compressed > 0  # not trivially a plain list
     assert_reads_as(held, plain, data)  # the forks did not change it
     for fork, expected in forks:
         assert_reads_as(fork, expected, data)
@@ -136,14 +136,14 @@ def test_a_chunked_list_reads_as_a_plain_list_after_every_append_and_fork(data, 
 def test_a_fork_inside_a_chunk_and_its_parent_grow_apart():
     events = [event(i) for i in range(700)]
     parent = EventList(events)
-    cut = parent.sealed - CHUNK - 5  # inside a sealed chunk
+    cut = parent.compressed - CHUNK - 5  # inside a sealed chunk
     fork = parent.prefix(cut)
     fork_events = events[:cut] + [event(i, odd=i % 7 == 0) for i in range(cut, cut + 400)]
     more = [event(i) for i in range(700, 1100)]
     for i in range(0, 400, 10):  # a step's few events at a time, the two in turn
         fork.extend(fork_events[cut + i : cut + i + 10])
         parent.extend(more[i : i + 10])
-    assert fork.sealed > cut and parent.sealed > 700
+    assert fork.compressed > cut and parent.compressed > 700
     assert typed(list(fork)) == typed(fork_events)
     assert typed(list(parent)) == typed(events + more)
 
@@ -151,11 +151,12 @@ def test_a_fork_inside_a_chunk_and_its_parent_grow_apart():
 def test_every_full_run_but_the_newest_is_sealed_and_held_in_a_fraction_of_the_bytes():
     events = [event(i) for i in range(5000)]
     held = EventList(events)
-    assert held.sealed == 5000 // CHUNK * CHUNK - CHUNK  # the newest CHUNK..2*CHUNK stay objects
-    assert sum(len(c.data) for c in chunks(held)) * 10 < deep_size(events[: held.sealed])
+    # the newest CHUNK..2*CHUNK stay objects
+    assert held.compressed == 5000 // CHUNK * CHUNK - CHUNK
+    assert sum(len(c.data) for c in chunks(held)) * 10 < deep_size(events[: held.compressed])
     assert deep_size(held) * 4 < deep_size(events)  # objects kept at the end included
     assert typed(list(held)) == typed(events)
-    assert held[-1] is events[-1] and held[held.sealed] is events[held.sealed]
+    assert held[-1] is events[-1] and held[held.compressed] is events[held.compressed]
     assert held[0] is not events[0]  # rebuilt from its chunk
 
 
@@ -163,21 +164,21 @@ def test_a_large_append_is_sealed_over_the_appends_that_follow_it():
     events = [event(i) for i in range(1000)]
     held = EventList()
     held.extend(events)
-    assert held.sealed == 0  # an append never seals the events it adds
+    assert held.compressed == 0  # an append never seals the events it adds
     held.extend([events.append(event(1000)) or events[-1]])
-    assert held.sealed == SEALS_PER_EXTEND * CHUNK
-    assert all(held[i] is events[i] for i in range(held.sealed, 1001))  # read without decoding
+    assert held.compressed == SEALS_PER_EXTEND * CHUNK
+    assert all(held[i] is events[i] for i in range(held.compressed, 1001))  # read without decoding
     for i in range(1001, 1040):
         held.extend([events.append(event(i)) or events[-1]])
-    assert held.sealed == len(events) // CHUNK * CHUNK - CHUNK
+    assert held.compressed == len(events) // CHUNK * CHUNK - CHUNK
     assert typed(list(held)) == typed(events)
 
 
 def test_an_event_the_trip_would_not_rebuild_exactly_is_kept_as_itself_in_its_chunk():
     events = [event(i, odd=i % 5 if i % 9 == 0 else 0) for i in range(400)]
     held = EventList(events)
-    assert held.sealed >= 256
-    for i in range(0, held.sealed, 9):
+    assert held.compressed >= 256
+    for i in range(0, held.compressed, 9):
         if i % 5 in (1, 2, 3):  # one the trip would change
             assert held[i] is events[i]
         else:
@@ -188,7 +189,7 @@ def test_an_event_the_trip_would_not_rebuild_exactly_is_kept_as_itself_in_its_ch
 def test_a_log_of_chunked_events_hashes_folds_and_forks_as_its_events():
     events = [event(i) for i in range(900)]
     log = SubstrateLog(events)
-    assert log.branch.events.sealed > 0
+    assert log.branch.events.compressed > 0
     digest = bytes(16)
     for e in events:
         digest = chain_digest(digest, e)
@@ -223,7 +224,7 @@ def test_a_cache_does_not_share_a_chunk_made_from_other_objects():
     for i in range(0, 300, 10):
         run = run.appended([event(j) for j in range(i, i + 10)])
         cache.extend(copies[i : i + 10], source=run)
-    assert cache._buffer.events.sealed == run.branch.events.sealed > 0
+    assert cache._buffer.events.compressed == run.branch.events.compressed > 0
     assert not any(
         a is b for a, b in zip(chunks(cache._buffer.events), chunks(run.branch.events), strict=True)
     )
