@@ -57,9 +57,10 @@ SEALS_PER_EXTEND: Final = 2
 sealed over the appends that follow, so the reads right after it — its chain hash, its commit,
 an index built afresh — find the objects, not chunks to decode; a live run appends a few events
 per step, so a backlog drains ~30 times faster than it grows."""
-ORIGINALS_KEPT: Final = 4
-"""Chunks whose appended objects a list keeps after sealing them, for another list to share
-(a store's cache seals in the same order, up to an append or two behind)."""
+ISSUED_KEPT: Final = 8
+"""How many of the latest chunks sealed or decoded a list remembers the objects of (the ones it
+was sealed from, or a decode's), for another list holding those objects to share the chunk: a
+store's cache seals in the same order, behind by the commits it has not had yet."""
 _LEVEL: Final = 6
 """zlib's default level: a run of a live run's events 12% smaller than at level 1 (24.7 against 28.2 B
 per event), sealing ~0.5 µs per event slower."""
@@ -122,15 +123,16 @@ class EventList:
     replaced as one value, never changed where a reader could see them.
     """
 
-    __slots__ = ("_decoded", "_originals", "_parts")
+    __slots__ = ("_decoded", "_issued", "_parts")
 
     def __init__(self, events: Iterable[Event] = ()) -> None:
         # (chunks, how many of them this value covers, the events after them as objects);
         # the chunk list grows in place, past what any earlier value covers
         self._parts: tuple[list[_Chunk], int, list[Event]] = ([], 0, [])
         self._decoded: tuple[tuple[_Chunk, tuple[Event, ...]], ...] = ()
-        # the latest sealed chunks and the objects each was sealed from, by chunk number
-        self._originals: tuple[tuple[int, _Chunk, list[Event]], ...] = ()
+        # the latest chunks sealed or decoded, by number, and the objects this list handed out
+        # for them (see ``_shared``)
+        self._issued: tuple[tuple[int, Sequence[Event]], ...] = ()
         self._parts[2].extend(events)
         self._seal(None)  # a list made at once (a log loaded, imported) is sealed at once
 
@@ -161,7 +163,7 @@ class EventList:
             return tail[index - base]  # IndexError past the end, as a list's
         if index < 0:
             raise IndexError("event list index out of range")
-        return self._events_of(chunks[index // CHUNK])[index % CHUNK]
+        return self._events_of(chunks, index // CHUNK)[index % CHUNK]
 
     def __iter__(self) -> Iterator[Event]:
         return self.range(0, len(self))
@@ -179,19 +181,21 @@ class EventList:
         while i < min(stop, base):
             number, offset = divmod(i, CHUNK)
             end = min(stop, (number + 1) * CHUNK)
-            yield from self._events_of(chunks[number])[offset : end - number * CHUNK]
+            yield from self._events_of(chunks, number)[offset : end - number * CHUNK]
             i = end
         if i < stop:
             yield from tail[i - base : stop - base]
 
-    def _events_of(self, chunk: _Chunk) -> tuple[Event, ...]:
-        """A chunk's events, decoded once while it stays among the latest :data:`DECODED_KEPT` read."""
+    def _events_of(self, chunks: list[_Chunk], number: int) -> tuple[Event, ...]:
+        """Chunk ``number``'s events, decoded once while it stays among the latest :data:`DECODED_KEPT` read."""
+        chunk = chunks[number]
         decoded = self._decoded
         for held, events in decoded:
             if held is chunk:
                 return events
         events = chunk.events()
         self._decoded = ((chunk, events), *decoded[: DECODED_KEPT - 1])
+        self._issued = ((number, events), *self._issued[: ISSUED_KEPT - 1])
         return events
 
     def extend(self, events: Iterable[Event], source: EventList | None = None) -> None:
@@ -200,8 +204,8 @@ class EventList:
 
         ``source``: another list holding the same events at the same
         positions (the run's branch whose events a store caches). A run this
-        list seals that ``source`` sealed lately from these very objects is
-        not sealed again: the two lists share ``source``'s chunk.
+        list seals whose objects ``source`` lately sealed, or decoded from its
+        chunk, is not sealed again: the two lists share ``source``'s chunk.
         """
         self._seal(SEALS_PER_EXTEND, source)
         self._parts[2].extend(events)
@@ -214,14 +218,13 @@ class EventList:
             count = min(count, limit)
         if count <= 0:
             return
-        originals = self._originals
+        issued = self._issued
         for start in range(0, count * CHUNK, CHUNK):
             run = tail[start : start + CHUNK]
             number = sealed + start // CHUNK
-            chunk = _shared(source, number, run) or _sealed(run)
-            chunks.append(chunk)
-            originals = ((number, chunk, run), *originals[: ORIGINALS_KEPT - 1])
-        self._originals = originals
+            chunks.append(_shared(source, number, run) or _sealed(run))
+            issued = ((number, run), *issued[: ISSUED_KEPT - 1])
+        self._issued = issued
         self._parts = (chunks, sealed + count, tail[count * CHUNK :])
 
     def prefix(self, length: int) -> EventList:
@@ -236,16 +239,21 @@ class EventList:
 
 
 def _shared(source: EventList | None, number: int, run: list[Event]) -> _Chunk | None:
-    """``source``'s chunk ``number`` when it sealed it lately from exactly the objects in ``run``."""
+    """``source``'s chunk ``number`` when each object in ``run`` is one ``source`` lately handed
+    out for that chunk's place: sealed it from (the run's branch, a store's cache committing each
+    step before the next), or decoded it into (a commit that came after the run sealed them)."""
     if source is None:
         return None
-    for held, chunk, originals in source._originals:
-        if held == number:
-            same = len(originals) == len(run) and all(
-                a is b for a, b in zip(originals, run, strict=True)
-            )
-            return chunk if same else None
-    return None
+    chunks, count, _ = source._parts
+    if number >= count:
+        return None
+    handed = [objects for held, objects in source._issued if held == number]
+    if not handed:
+        return None
+    for i, event in enumerate(run):
+        if not any(objects[i] is event for objects in handed):
+            return None
+    return chunks[number]
 
 
 def _exactly(a: Any, b: Any) -> bool:

@@ -218,6 +218,20 @@ def test_a_cache_extended_from_the_run_shares_its_chunks_and_reads_the_same():
     assert typed(list(cache.view(len(run)))) == typed(list(run))
 
 
+def test_a_cache_committing_behind_the_run_shares_the_chunks_it_read_back():
+    run, cache, committed, behind = SubstrateLog(), LogBuffer(), 0, 0
+    for step in range(120):
+        run = run.appended([event(10 * step + j) for j in range(10)])
+        if step % 12 == 11:  # a commit of the last 12 steps: the run sealed some of them since
+            behind += run.branch.events.compressed > committed
+            cache.extend(run.since(committed), source=run)
+            committed = len(run)
+    ours, theirs = chunks(cache._buffer.events), chunks(run.branch.events)
+    assert behind >= 5 and len(ours) >= 12
+    assert all(a is b for a, b in zip(ours, theirs, strict=False))
+    assert typed(list(cache.view(committed))) == typed(list(run))
+
+
 def test_a_cache_does_not_share_a_chunk_made_from_other_objects():
     run, cache = SubstrateLog(), LogBuffer()
     copies = [event(i) for i in range(300)]  # equal, not the same objects
