@@ -304,7 +304,7 @@ class CortexSaver(BaseCheckpointSaver[str]):
             base = parent[0]  # otherwise a new root branch, never a splice
         # the dicts the step made checking its events: each is converted once, not per use
         cursor = self.store.append(
-            thread_id, ns, base, value.since(base.seq), value.event_dicts(base.seq)
+            thread_id, ns, base, value.since(base.seq), value.event_dicts(base.seq), value
         )
         self._remember((thread_id, ns, checkpoint["id"]), cursor, value)
         values = {**checkpoint["channel_values"], self.channel: cursor.encode()}

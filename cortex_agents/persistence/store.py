@@ -276,12 +276,16 @@ class SubstrateStore(ABC):
         parent: Cursor | None,
         events: Sequence[Event],
         forms: Sequence[Mapping[str, Any]] | None = None,
+        source: SubstrateLog | None = None,
     ) -> Cursor:
         """Store ``events`` after ``parent`` and return the new cursor.
 
         The events must already be valid (folded) after the parent's; the
         database checks integrity again. Appending nothing returns ``parent``.
         ``forms``: the events' :func:`event_to_dict`, if already made (one per event).
+        ``source``: the log whose last events these are, at the same positions
+        (a run's log): the cache of the committed log shares the compressed
+        chunks of events its branch holds, instead of sealing its own.
 
         Raises:
             StorageError: an integrity failure (the transaction is rolled back).
@@ -314,9 +318,9 @@ class SubstrateStore(ABC):
         with self._lock:
             cached = self._buffers.get(branch)
             if cached is not None and len(cached) == start:
-                cached.extend(events)
+                cached.extend(events, source)
             elif parent.branch == 0:
-                self._cache(branch, LogBuffer(events))
+                self._cache(branch, LogBuffer(events, source))
         return Cursor(branch, start + len(events))
 
     def _append(

@@ -4,8 +4,9 @@ A :class:`Branch` is the storage shared by every
 :class:`~cortex_agents.substrate.log.SubstrateLog` view of one log. It owns,
 under one lock and one bound each:
 
-* the events (append-only; a view sees a prefix), a tool call's held packed
-  (:class:`~cortex_agents.substrate.packed.EventList`: read back equal, rebuilt);
+* the events (append-only; a view sees a prefix), every full run of them but
+  the newest held as one compressed chunk
+  (:class:`~cortex_agents.substrate.packed.EventList`: read back exactly, rebuilt);
 * the **chain hash** of every prefix: ``digest[i] = H(digest[i-1] ||
   canonical(event[i]))`` (BLAKE2b, 16 bytes; the empty log's is 16 zero
   bytes). Two logs with equal chain hashes hold the same events in the same
@@ -153,10 +154,15 @@ class Branch:
         return len(self.events)
 
     # -- growth --------------------------------------------------------------------------
-    def extend(self, events: Sequence[Event]) -> None:
-        """Add events at the end (the caller has checked they may follow)."""
+    def extend(self, events: Sequence[Event], source: Branch | None = None) -> None:
+        """Add events at the end (the caller has checked they may follow).
+
+        ``source``: a branch holding the same events at the same positions
+        (the run's, whose committed events a store caches): a chunk it sealed
+        from these very event objects is shared, not sealed again.
+        """
         with self.lock:
-            self.events.extend(events)
+            self.events.extend(events, None if source is None else source.events)
 
     def fork(self, length: int, events: Sequence[Event]) -> Branch:
         """A new, unsealed branch: this one's first ``length`` events, then ``events``.
@@ -169,7 +175,7 @@ class Branch:
         """
         with self.lock:
             other = Branch()
-            other.events = self.events.prefix(length)  # packed events stay packed
+            other.events = self.events.prefix(length)  # whole chunks shared, not decoded
             other.events.extend(events)
             other._digests = self._digests[: DIGEST_SIZE * length]
             other._latest = self._latest[:length]

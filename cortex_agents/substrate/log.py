@@ -53,15 +53,25 @@ class LogBuffer:
 
     __slots__ = ("_buffer",)
 
-    def __init__(self, events: Iterable[Event] = ()) -> None:
-        self._buffer = Branch(events, sealed=True)
+    def __init__(self, events: Iterable[Event] = (), source: SubstrateLog | None = None) -> None:
+        if source is None:  # loaded: compressed at once
+            self._buffer = Branch(events, sealed=True)
+        else:  # compressed as ``source`` compresses them, sharing its chunks
+            self._buffer = Branch(sealed=True)
+            self.extend(events, source)
 
     def __len__(self) -> int:
         return len(self._buffer.events)
 
-    def extend(self, events: Iterable[Event]) -> None:
-        """Add committed events at the end."""
-        self._buffer.extend(list(events))
+    def extend(self, events: Iterable[Event], source: SubstrateLog | None = None) -> None:
+        """Add committed events at the end.
+
+        ``source``: the log these events came from, holding them at the same
+        positions (a run's log a store commits): the compressed chunks its
+        branch sealed from these very event objects are shared, not sealed
+        again (:meth:`~cortex_agents.substrate.packed.EventList.extend`).
+        """
+        self._buffer.extend(list(events), None if source is None else source.branch)
 
     def view(self, length: int) -> SubstrateLog:
         """The log of the first ``length`` events (O(1))."""
