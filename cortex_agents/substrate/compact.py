@@ -32,7 +32,6 @@ from __future__ import annotations
 import copy
 import json
 import math
-from json.encoder import c_make_encoder
 from typing import Any, Final
 
 __all__ = ["MAX_PACKED_DEPTH", "hold", "release", "released_copy"]
@@ -52,16 +51,19 @@ def _encoder() -> Any:
     """``value -> JSON text``: json's C encoder made once (``JSONEncoder.encode`` makes one per
     call, ~1 µs of a short output's 1.5), with the arguments ``JSONEncoder`` itself passes it
     (the same from 3.11 to 3.13); json's Python encoder where the C one is missing."""
-    if c_make_encoder is None:  # pragma: no cover  (CPython always has it)
+    make = getattr(json.encoder, "c_make_encoder", None)  # (undocumented: not in typeshed)
+    if make is None:  # pragma: no cover  (CPython has it)
         return json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
-    chunks = c_make_encoder(
-        None, _refuse, json.encoder.c_encode_basestring, None, ":", ",", False, False, False
+    chunks = make(
+        None, _refuse, json.encoder.encode_basestring, None, ":", ",", False, False, False
     )
     return lambda value: "".join(chunks(value, 0))
 
 
 _encode: Final = _encoder()
-_scan: Final = json.JSONDecoder().scan_once  # (json.loads adds ~0.5 µs of argument checks)
+# json.loads adds ~0.5 µs of argument checks to a short output's read; `scan_once` (set by
+# JSONDecoder.__init__, not in typeshed) parses one value from an index
+_scan: Final = getattr(json.JSONDecoder(), "scan_once")  # noqa: B009
 
 
 class _Verbatim:
