@@ -73,7 +73,8 @@ class _Vectors:
         """A copy of row ``at`` (written once, before it was lent; the array only grows)."""
         data = self.rows.data
         assert data is not None and at < len(data)
-        return data[at].copy()
+        row: Vector = data[at].copy()
+        return row
 
 
 class FieldsIndex:
