@@ -117,8 +117,9 @@ class RowSource(Protocol):
     Must be weakly referenceable: a cache never keeps a source alive.
     """
 
-    def row(self, at: int) -> Vector:
-        """A copy of the vector at row ``at`` (written before it was lent, never changed after)."""
+    def take(self, rows: Sequence[int]) -> Matrix:
+        """A new ``(len(rows), d)`` array of these rows (each written before it was lent,
+        never changed after)."""
         ...
 
 
@@ -159,20 +160,27 @@ class InMemoryEmbeddingCache:
     def get_many(self, scorer_id: str, keys: Sequence[str]) -> dict[str, Vector]:
         """The cached vectors among ``keys`` (a lent row is copied out of its index)."""
         found: dict[str, Vector] = {}
+        lent: dict[weakref.ref[RowSource], tuple[list[str], list[int]]] = {}
         with self._lock:
             for key in keys:
                 entry = self._vectors.get((scorer_id, key))
                 if entry is None:
                     continue
                 if type(entry) is tuple:
-                    source = entry[0]()
-                    if source is None:  # the index that held it is gone: a miss
+                    pointer, at = entry
+                    if pointer() is None:  # the index that held it is gone: a miss
                         del self._vectors[scorer_id, key]
                         continue
-                    found[key] = source.row(entry[1])
+                    wanted = lent.setdefault(pointer, ([], []))
+                    wanted[0].append(key)
+                    wanted[1].append(at)
                 else:
                     found[key] = entry  # type: ignore[assignment]  # a vector
                 self._vectors.move_to_end((scorer_id, key))
+        for pointer, (lent_keys, rows) in lent.items():  # one copy per index, not per row
+            source = pointer()
+            if source is not None:
+                found.update(zip(lent_keys, source.take(rows), strict=True))
         return found
 
     def put_many(self, scorer_id: str, vectors: Mapping[str, Vector]) -> None:

@@ -24,6 +24,7 @@ applies that rule, so a view never sees an output that arrived after it.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 from itertools import compress, repeat
 from operator import eq, is_
 from typing import TYPE_CHECKING, Any, Final
@@ -34,7 +35,7 @@ import numpy.typing as npt
 from cortex_agents.errors import InvalidArgument
 from cortex_agents.memory.batch_tokens import token_sets
 from cortex_agents.memory.columns import Column, Rows
-from cortex_agents.memory.embedding import Matrix, Vector, VectorScorer, cosine_axis
+from cortex_agents.memory.embedding import Matrix, VectorScorer, cosine_axis
 from cortex_agents.memory.entities import EvidenceNames, Name
 from cortex_agents.memory.extract import ExtractedFields, Extractor, read_outputs
 from cortex_agents.memory.lexical import BM25
@@ -69,12 +70,12 @@ class _Vectors:
         self.rows = Rows()
         self.empty: Matrix | None = None  # the vector of the extractor's empty body
 
-    def row(self, at: int) -> Vector:
-        """A copy of row ``at`` (written once, before it was lent; the array only grows)."""
+    def take(self, rows: Sequence[int]) -> Matrix:
+        """A copy of these rows (each written once, before it was lent; the array only grows)."""
         data = self.rows.data
-        assert data is not None and at < len(data)
-        row: Vector = data[at].copy()
-        return row
+        assert data is not None
+        taken: Matrix = data[np.asarray(rows, dtype=np.int64)]  # (fancy indexing copies)
+        return taken
 
 
 class FieldsIndex:

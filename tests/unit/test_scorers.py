@@ -423,8 +423,8 @@ def test_lent_rows_count_toward_the_bound_and_replace_a_stored_copy():
         def __init__(self, rows):
             self.rows = rows
 
-        def row(self, at):
-            return self.rows[at].copy()
+        def take(self, at):
+            return self.rows[at]
 
     cache = InMemoryEmbeddingCache(max_entries=2)
     source = Rows(np.arange(6, dtype=np.float32).reshape(3, 2))
