@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Final, Protocol, runtime_checkable
@@ -46,6 +47,7 @@ __all__ = [
     "EmbeddingScorer",
     "Embedder",
     "InMemoryEmbeddingCache",
+    "RowSource",
     "VectorScorer",
     "body_key",
     "cosine_axis",
@@ -55,13 +57,14 @@ Vector = npt.NDArray[np.float32]
 Matrix = npt.NDArray[np.float32]
 _QUERY_MEMO: Final = 1024
 DEFAULT_CACHE_ENTRIES: Final = 16_384
-"""Vectors an :class:`InMemoryEmbeddingCache` keeps by default (about 17 MB at 256 dimensions).
+"""Entries an :class:`InMemoryEmbeddingCache` keeps by default: vectors, or pointers to the
+rows of a memory index that holds them (about 17 MB at 256 dimensions if all were vectors).
 
 A live run does not need the cache (the branch index keeps every body's vector); a second
 snapshot of the same work does (a CLI query, an export read back, the harness): 16,384 keeps
 a 10,000-node snapshot's bodies (``bench_memory --nodes 10000 --scorer wordllama``:
-``cached_matrix_ms`` ~49 ms; with 4,096 it re-embeds ~6,000 bodies, ~610 ms) for ~12 MB
-more than 4,096 at 100k stages of ``bench_live``."""
+``cached_matrix_ms`` ~49 ms; with 4,096 it re-embeds ~6,000 bodies, ~610 ms). A body an index
+holds is kept as a pointer to its row (~0.3 KB instead of ~1.4 KB per entry)."""
 
 
 def body_key(text: str) -> str:
@@ -108,6 +111,18 @@ class EmbeddingCache(Protocol):
         ...
 
 
+class RowSource(Protocol):
+    """What holds body vectors as rows (a memory index's rows of one scorer), lent to a cache.
+
+    Must be weakly referenceable: a cache never keeps a source alive.
+    """
+
+    def take(self, rows: Sequence[int]) -> Matrix:
+        """A new ``(len(rows), d)`` array of these rows (each written before it was lent,
+        never changed after)."""
+        ...
+
+
 class InMemoryEmbeddingCache:
     """A bounded, thread-safe in-process :class:`EmbeddingCache` (least recently used goes first).
 
@@ -122,28 +137,50 @@ class InMemoryEmbeddingCache:
     store-backed cache (:class:`cortex_agents.embeddings.StoreEmbeddingCache`).
 
     Each vector is stored as its own copy: a row of the embedder's batch
-    would keep the whole batch alive until its last row was evicted.
+    would keep the whole batch alive until its last row was evicted. And a
+    vector an index holds is not stored twice: the index *lends* its rows
+    (:meth:`lend`), the cache drops its copy and keeps a weak pointer to the
+    row, read (copied, the same bytes) while that index lives; once it is
+    gone, the entry is a miss.
 
     Args:
-        max_entries: Most vectors kept, over every scorer id.
+        max_entries: Most entries kept (vectors and lent rows), over every scorer id.
     """
 
     def __init__(self, max_entries: int = DEFAULT_CACHE_ENTRIES) -> None:
         if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
             raise InvalidArgument("max_entries", "must be an integer >= 1", max_entries)
         self._max = max_entries
-        self._vectors: OrderedDict[tuple[str, str], Vector] = OrderedDict()
+        # a vector, or (weak reference to a RowSource, row) for a vector an index holds
+        self._vectors: OrderedDict[tuple[str, str], Vector | tuple[weakref.ref[RowSource], int]] = (
+            OrderedDict()
+        )
         self._lock = threading.Lock()
 
     def get_many(self, scorer_id: str, keys: Sequence[str]) -> dict[str, Vector]:
-        """The cached vectors among ``keys``."""
+        """The cached vectors among ``keys`` (a lent row is copied out of its index)."""
         found: dict[str, Vector] = {}
+        lent: dict[weakref.ref[RowSource], tuple[list[str], list[int]]] = {}
         with self._lock:
             for key in keys:
-                vector = self._vectors.get((scorer_id, key))
-                if vector is not None:
-                    self._vectors.move_to_end((scorer_id, key))
-                    found[key] = vector
+                entry = self._vectors.get((scorer_id, key))
+                if entry is None:
+                    continue
+                if type(entry) is tuple:
+                    pointer, at = entry
+                    if pointer() is None:  # the index that held it is gone: a miss
+                        del self._vectors[scorer_id, key]
+                        continue
+                    wanted = lent.setdefault(pointer, ([], []))
+                    wanted[0].append(key)
+                    wanted[1].append(at)
+                else:
+                    found[key] = entry  # type: ignore[assignment]  # a vector
+                self._vectors.move_to_end((scorer_id, key))
+        for pointer, (lent_keys, rows) in lent.items():  # one copy per index, not per row
+            source = pointer()
+            if source is not None:
+                found.update(zip(lent_keys, source.take(rows), strict=True))
         return found
 
     def put_many(self, scorer_id: str, vectors: Mapping[str, Vector]) -> None:
@@ -153,8 +190,24 @@ class InMemoryEmbeddingCache:
                 if (scorer_id, key) not in self._vectors:
                     self._vectors[scorer_id, key] = np.array(vector, dtype=np.float32)
                 self._vectors.move_to_end((scorer_id, key))
-            while len(self._vectors) > self._max:
-                self._vectors.popitem(last=False)
+            self._evict()
+
+    def lend(self, scorer_id: str, rows: Mapping[str, int], source: RowSource) -> None:
+        """``source`` holds the vectors of these keys, at these rows: keep pointers, not copies.
+
+        The caller has written the rows (they are the vectors this cache
+        gave or would give for those keys: vectors never change).
+        """
+        pointer = weakref.ref(source)
+        with self._lock:
+            for key, at in rows.items():
+                self._vectors[scorer_id, key] = (pointer, at)
+                self._vectors.move_to_end((scorer_id, key))
+            self._evict()
+
+    def _evict(self) -> None:
+        while len(self._vectors) > self._max:
+            self._vectors.popitem(last=False)
 
     def __len__(self) -> int:
         return len(self._vectors)
@@ -254,6 +307,19 @@ class EmbeddingScorer:
                     )
                 matrix[i] = vector
         return matrix
+
+    def lend(self, bodies: Sequence[str], source: RowSource, rows: Sequence[int]) -> None:
+        """``source`` now holds the vectors of ``bodies`` at ``rows`` (as this scorer made them):
+        a cache that can point to them (:meth:`InMemoryEmbeddingCache.lend`) drops its copies.
+
+        A cache that cannot (a store's, which outlives the process) keeps what it stored.
+        """
+        lend = getattr(self.cache, "lend", None)
+        if lend is None:
+            return
+        lent = {body_key(b): at for b, at in zip(bodies, rows, strict=True) if b}
+        if lent:
+            lend(self.scorer_id, lent, source)
 
     def query_vector(self, text: str) -> Vector:
         """The query's unit vector (memoised for the last 1,024 query texts)."""

@@ -24,6 +24,7 @@ applies that rule, so a view never sees an output that arrived after it.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 from itertools import compress, repeat
 from operator import eq, is_
 from typing import TYPE_CHECKING, Any, Final
@@ -40,6 +41,7 @@ from cortex_agents.memory.extract import ExtractedFields, Extractor, read_output
 from cortex_agents.memory.lexical import BM25
 from cortex_agents.memory.lexical_postings import LexicalPostings
 from cortex_agents.memory.semantic import tokenize
+from cortex_agents.substrate.compact import release
 
 if TYPE_CHECKING:
     from cortex_agents.memory.index import MemoryIndex
@@ -55,14 +57,25 @@ _CHUNK: Final = 1024
 
 
 class _Vectors:
-    """Body vectors of one scorer: a row per interned body text (by body id)."""
+    """Body vectors of one scorer: a row per interned body text (by body id).
 
-    __slots__ = ("done", "empty", "rows")
+    A :class:`~cortex_agents.memory.embedding.RowSource`: its rows are lent to
+    the scorer's in-process cache, which then holds no copy of them.
+    """
+
+    __slots__ = ("__weakref__", "done", "empty", "rows")
 
     def __init__(self) -> None:
         self.done = 0  # body ids below this have their row
         self.rows = Rows()
         self.empty: Matrix | None = None  # the vector of the extractor's empty body
+
+    def take(self, rows: Sequence[int]) -> Matrix:
+        """A copy of these rows (each written once, before it was lent; the array only grows)."""
+        data = self.rows.data
+        assert data is not None
+        taken: Matrix = data[np.asarray(rows, dtype=np.int64)]  # (fancy indexing copies)
+        return taken
 
 
 class FieldsIndex:
@@ -183,8 +196,8 @@ class FieldsIndex:
         if self.done == len(ready):
             return
         arrived = ready[self.done :]
-        outputs = index.outputs
-        read = read_outputs(self.extractor, [outputs[i] for i in arrived])
+        outputs = index.outputs  # held forms: each decoded here, once per extractor
+        read = read_outputs(self.extractor, [release(outputs[i]) for i in arrived])
         at = np.asarray(arrived, dtype=np.int64)
         # an output without a routing key is routed by its node's kind: only those are visited
         keys: list[Any] = list(read.routing_keys)
@@ -353,8 +366,12 @@ class FieldsIndex:
                 raise InvalidArgument(
                     "embeddings", f"must all have {dim} dimensions", matrix.shape[1]
                 )
-            held.rows.put(np.arange(held.done, len(self.body_texts), dtype=np.int64), matrix)
+            at = np.arange(held.done, len(self.body_texts), dtype=np.int64)
+            held.rows.put(at, matrix)
             held.done = len(self.body_texts)
+            lend = getattr(scorer, "lend", None)
+            if lend is not None:  # written: the scorer's cache may point here instead of copying
+                lend(fresh, held, at.tolist())
         if held.empty is None and self.empty.body_text:
             held.empty = scorer.document_matrix([self.empty.body_text])
         return held

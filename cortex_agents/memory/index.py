@@ -106,8 +106,8 @@ _ADJACENCY_KEPT: Final = 4
 _ASKED_KEPT: Final = 64
 _NODE_EVENTS: Final = (StageStarted, StageFailed, NodeRetired, ToolCallMade)
 _IGNORED: Final = (RewriteAdmitted, RewriteRejected, RewriteApplied, RewriteBudgetSet)
-_ID, _KIND, _STATUS, _CAPTURED, _COMPLETED, _OUTPUT = map(
-    attrgetter, ("id", "kind", "status", "captured_at", "completed_at", "output")
+_ID, _KIND, _STATUS, _CAPTURED, _COMPLETED, _HELD_OUTPUT = map(
+    attrgetter, ("id", "kind", "status", "captured_at", "completed_at", "held_output")
 )
 _SOURCE, _TARGET = attrgetter("source"), attrgetter("target")
 
@@ -134,7 +134,7 @@ class MemoryIndex:
         self.completed_tick = Column()  # observed_at = completed_at from this tick on
         self.settled_tick = Column()  # a candidate of settled_only from this tick on
         self.output_tick = Column()  # its output counts from this tick on
-        self.outputs: list[Any] = []
+        self.outputs: list[Any] = []  # held forms (`compact.hold`), shared with the records
         self.ready: list[int] = []  # ordinals, in the order their outputs arrived
         self.ready_tick = Column()
         self.order = IdOrder()
@@ -175,7 +175,7 @@ class MemoryIndex:
             self._usable()
             try:
                 with paused_gc():
-                    self._take(events)
+                    self._take(events, state)
                 if len(self.ids) != len(state.nodes) or self.live_edges != len(state.edges):
                     raise InvalidEvent(
                         self.length + len(events) - 1,
@@ -296,7 +296,7 @@ class MemoryIndex:
         index.completed_tick.data[done] = 0
         settled = compress(range(count), map(SETTLED.__eq__, map(_STATUS, nodes)))
         index.settled_tick.data[np.fromiter(settled, np.int64)] = 0
-        index._outputs(range(count), list(map(_OUTPUT, nodes)), zeros)
+        index._outputs(range(count), list(map(_HELD_OUTPUT, nodes)), zeros)
         pos = index.pos.__getitem__
         index._add_edges(
             list(map(pos, map(_SOURCE, snapshot.edges))),
@@ -308,12 +308,15 @@ class MemoryIndex:
         return index.at(1)
 
     # -- events --------------------------------------------------------------------------
-    def _take(self, events: Sequence[Event]) -> None:
+    def _take(self, events: Sequence[Event], state: GraphState) -> None:
         """Take in a batch: its nodes, edges and outputs each in one pass over arrays, then
         the edges' effect on depths, event by event (a depth holds from a tick on).
 
         A batch is read first (:class:`_Batch`), up to its first event the index
         cannot apply; what comes before that event is applied, then the error raised.
+        The outputs held are the state's records' held forms (compact JSON,
+        :mod:`~cortex_agents.substrate.compact`), the very objects the records
+        hold: a completed node settles once, so its record holds what its event carried.
         """
         batch = _Batch(self, events)
         self._add_nodes(batch.ids, batch.kinds, batch.captured, batch.node_ticks)
@@ -342,7 +345,8 @@ class MemoryIndex:
             self.completed_us.data[at] = batch.settle_us
             self.completed_tick.data[at] = ticks
             self.settled_tick.data[at] = ticks
-            self._outputs(settled, batch.outputs, ticks)
+            records, ids = state.nodes, self.ids
+            self._outputs(settled, [records[ids[i]].held_output for i in settled], ticks)
         if batch.error is not None:
             raise batch.error
 
@@ -538,7 +542,6 @@ class _Batch:
         "kinds",
         "links",
         "node_ticks",
-        "outputs",
         "settle_ticks",
         "settle_us",
         "settled",
@@ -553,7 +556,6 @@ class _Batch:
         self.settled: list[int] = []
         self.settle_ticks: list[int] = []
         self.settle_us: list[int] = []
-        self.outputs: list[Any] = []
         self.error: InvalidEvent | None = None
         try:
             self._read(index, events)
@@ -604,7 +606,6 @@ class _Batch:
                 self.settled.append(i)
                 self.settle_ticks.append(tick)
                 self.settle_us.append(to_micros(event.at))
-                self.outputs.append(event.output)
             elif code == _UNKNOWN:
                 raise InvalidEvent(tick, f"the memory index cannot apply {type(event).__name__}")
 

@@ -158,8 +158,8 @@ def bind_context(
         kind=node.kind,
         thread_id=thread_id,
         config=copy.deepcopy(node.config),  # the stage's own copies: its changes stay its own
-        inputs={
-            pred: copy.deepcopy(state.nodes[pred].output) for pred in state.predecessors(stage_id)
+        inputs={  # decoded from the records' JSON: new values, the stage's own
+            pred: state.nodes[pred].output_copy() for pred in state.predecessors(stage_id)
         },
         memory=MemoryHandle(snapshot, stage_id, presets=presets, strategy=strategy),
         entry_time=entry_time,

@@ -26,6 +26,7 @@ from immutables import MapMutation
 
 from cortex_agents.errors import InvalidEvent
 from cortex_agents.substrate.adjacency import DraftLinks
+from cortex_agents.substrate.compact import hold
 from cortex_agents.substrate.events import (
     EdgeAdded,
     EdgeRemoved,
@@ -257,7 +258,7 @@ def stage_completed(draft: Draft, event: StageCompleted, index: int) -> None:
             index, f"node {node.id!r} is {node.status}; only a running node completes"
         )
     draft.nodes[node.id] = _changed(
-        node, status="completed", completed_at=event.at, output=event.output
+        node, status="completed", completed_at=event.at, held_output=hold(event.output)
     )
 
 

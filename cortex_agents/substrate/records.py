@@ -1,8 +1,10 @@
 """The records of the Pulse substrate: nodes, edges, observations, rewrite facts.
 
-All records are frozen values. JSON payloads (a node's ``output`` or a
-rewrite's ``proposal``) are held by reference and must be treated as
-read-only: the substrate never mutates them and neither should callers.
+All records are frozen values. JSON payloads (a rewrite's ``proposal``, a
+node's ``config``) are held by reference and must be treated as read-only:
+the substrate never mutates them and neither should callers. A node's
+``output`` is held as its compact JSON (:mod:`~cortex_agents.substrate.compact`)
+and decoded on each read: a read returns a new, equal value.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final, Literal, NewType, get_args
+
+from cortex_agents.substrate.compact import hold, release, released_copy
 
 __all__ = [
     "NODE_STATUSES",
@@ -50,7 +54,10 @@ RejectionCode = Literal[
 REJECTION_CODES: Final[tuple[str, ...]] = get_args(RejectionCode)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+_NOT_GIVEN: Final = object()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False)
 class NodeRecord:
     """A node of the materialized graph.
 
@@ -60,7 +67,9 @@ class NodeRecord:
         status: Where it is in its lifecycle.
         captured_at: When the node entered the substrate.
         completed_at: When it settled; ``None`` until then.
-        output: Its JSON output once completed, else ``None``.
+        held_output: Its output as held (:func:`~cortex_agents.substrate.compact.hold`):
+            read :attr:`output` instead; this is what holders of the same output
+            (the memory index) share.
         tags: Free labels, kept in the order given.
         error: The failure message of a ``failed`` node.
         attempts: How many times the stage started (node bodies run at least once).
@@ -72,11 +81,53 @@ class NodeRecord:
     status: NodeStatus = "pending"
     captured_at: datetime
     completed_at: datetime | None = None
-    output: Any = None
+    held_output: Any = field(default=None, repr=False)
     tags: tuple[str, ...] = ()
     error: str | None = None
     attempts: int = 0
     config: Mapping[str, Any] = field(default_factory=dict)
+
+    def __init__(
+        self,
+        *,
+        id: NodeId,
+        kind: str,
+        status: NodeStatus = "pending",
+        captured_at: datetime,
+        completed_at: datetime | None = None,
+        output: Any = _NOT_GIVEN,
+        tags: tuple[str, ...] = (),
+        error: str | None = None,
+        attempts: int = 0,
+        config: Mapping[str, Any] | None = None,
+        held_output: Any = None,
+    ) -> None:
+        """A record holding ``output`` compactly (``None`` when not given).
+
+        ``held_output``: another record's held form, taken as it is when no
+        ``output`` is given (what ``dataclasses.replace`` passes on).
+        """
+        setter = object.__setattr__
+        setter(self, "id", id)
+        setter(self, "kind", kind)
+        setter(self, "status", status)
+        setter(self, "captured_at", captured_at)
+        setter(self, "completed_at", completed_at)
+        setter(self, "held_output", held_output if output is _NOT_GIVEN else hold(output))
+        setter(self, "tags", tags)
+        setter(self, "error", error)
+        setter(self, "attempts", attempts)
+        setter(self, "config", {} if config is None else config)
+
+    @property
+    def output(self) -> Any:
+        """Its JSON output once completed, else ``None`` (decoded now: a new value when it
+        was held as JSON; treat it as read-only all the same)."""
+        return release(self.held_output)
+
+    def output_copy(self) -> Any:
+        """The output as a value nobody else holds (decoded, or deep-copied when held as itself)."""
+        return released_copy(self.held_output)
 
     @property
     def settled(self) -> bool:
@@ -87,6 +138,14 @@ class NodeRecord:
     def observed_at(self) -> datetime:
         """The time memory ages the node from: ``completed_at``, else ``captured_at``."""
         return self.completed_at if self.completed_at is not None else self.captured_at
+
+    def __repr__(self) -> str:
+        return (
+            f"NodeRecord(id={self.id!r}, kind={self.kind!r}, status={self.status!r}, "
+            f"captured_at={self.captured_at!r}, completed_at={self.completed_at!r}, "
+            f"output={self.output!r}, tags={self.tags!r}, error={self.error!r}, "
+            f"attempts={self.attempts!r}, config={self.config!r})"
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,9 @@ and scorer selection through presets, strategies, handles, wires and wire files.
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import numpy as np
 import pytest
 
@@ -359,3 +362,76 @@ def test_a_wire_with_an_embedding_cache_shares_it_with_every_embedding_scorer():
     handle = MemoryHandle(fanout(), "reviewer", presets=wire.presets)
     handle.query(SEMANTIC_ONLY, handle.query_for("hashed", text="audit"))
     assert len(cache) == 3  # planner, a, b: bodies went to the wire's cache
+
+
+def _bodies_snapshot(bodies):
+    ids = [f"n{i}" for i in range(len(bodies))]
+    return snapshot(ids, [], outputs={i: {"finding": b} for i, b in zip(ids, bodies, strict=True)})
+
+
+def _array_bytes(root):
+    """Bytes of numpy data reachable from ``root`` (each array once)."""
+    seen, stack, total = set(), [root], 0
+    while stack:
+        item = stack.pop()
+        if id(item) in seen or isinstance(item, type):
+            continue
+        seen.add(id(item))
+        if isinstance(item, np.ndarray):
+            total += item.nbytes
+        elif not isinstance(item, weakref.ref):  # a lent row's index is not the cache's
+            stack.extend(gc.get_referents(item))
+    return total
+
+
+LENT_BODIES = ["dose effect", "placebo risk", "cohort bias", "dose effect", "trial gain"]
+
+
+def test_an_index_lends_its_rows_so_the_cache_keeps_no_copy_of_them():
+    from cortex_agents.memory.extract import default_extractor
+
+    cache = InMemoryEmbeddingCache()
+    scorer = EmbeddingScorer(HashEmbedder(), cache=cache)
+    fields = _bodies_snapshot(LENT_BODIES).index.fields(default_extractor)
+    matrix = fields.vectors(scorer)
+    assert len(cache) == 4 and matrix.shape == (5, 16)  # one entry per distinct body
+    assert _array_bytes(cache) == 0  # before: 4 vectors of 16 float32 each, copied
+    got = cache.get_many("hash-16", [body_key(b) for b in LENT_BODIES])
+    for i, body in enumerate(LENT_BODIES):
+        assert got[body_key(body)].tobytes() == matrix[i].tobytes()  # the index's very bits
+
+
+def test_a_second_index_embeds_nothing_while_the_first_lives_and_again_once_it_is_gone():
+    from cortex_agents.memory.extract import default_extractor
+
+    embedder = HashEmbedder()
+    scorer = EmbeddingScorer(embedder)
+    first = _bodies_snapshot(LENT_BODIES)
+    before = first.index.fields(default_extractor).vectors(scorer)
+    assert len(embedder.calls) == 4
+    second = _bodies_snapshot(LENT_BODIES)  # another index of the same bodies, made by hand
+    again = second.index.fields(default_extractor).vectors(scorer)
+    assert len(embedder.calls) == 4 and again.tobytes() == before.tobytes()
+    del first, second
+    gc.collect()  # both lending indexes are gone: their entries are misses now
+    third = _bodies_snapshot(LENT_BODIES).index.fields(default_extractor).vectors(scorer)
+    assert len(embedder.calls) == 8 and third.tobytes() == before.tobytes()
+
+
+def test_lent_rows_count_toward_the_bound_and_replace_a_stored_copy():
+    class Rows:
+        def __init__(self, rows):
+            self.rows = rows
+
+        def take(self, at):
+            return self.rows[at]
+
+    cache = InMemoryEmbeddingCache(max_entries=2)
+    source = Rows(np.arange(6, dtype=np.float32).reshape(3, 2))
+    cache.put_many("m", {"k0": np.full(2, 9, dtype=np.float32)})
+    cache.lend("m", {"k0": 0, "k1": 1, "k2": 2}, source)  # k0's copy gives way to the row
+    assert len(cache) == 2 and set(cache.get_many("m", ["k0", "k1", "k2"])) == {"k1", "k2"}
+    assert cache.get_many("m", ["k2"])["k2"].tolist() == [4.0, 5.0]
+    del source
+    gc.collect()
+    assert cache.get_many("m", ["k1", "k2"]) == {} and len(cache) == 0
