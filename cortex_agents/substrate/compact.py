@@ -51,19 +51,29 @@ def _encoder() -> Any:
     """``value -> JSON text``: json's C encoder made once (``JSONEncoder.encode`` makes one per
     call, ~1 µs of a short output's 1.5), with the arguments ``JSONEncoder`` itself passes it
     (the same from 3.11 to 3.13); json's Python encoder where the C one is missing."""
+    portable = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
     make = getattr(json.encoder, "c_make_encoder", None)  # (undocumented: not in typeshed)
     if make is None:  # pragma: no cover  (CPython has it)
-        return json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
-    chunks = make(
-        None, _refuse, json.encoder.encode_basestring, None, ":", ",", False, False, False
-    )
-    return lambda value: "".join(chunks(value, 0))
+        return portable
+    try:
+        chunks = make(
+            None, _refuse, json.encoder.encode_basestring, None, ":", ",", False, False, False
+        )
+        fast = lambda value: "".join(chunks(value, 0))  # noqa: E731
+        probe = {"k": [1, 1.5, -0.0, "é\n", True, None], "": {}}
+        if fast(probe) == portable(probe):
+            return fast
+    except Exception:  # pragma: no cover  (a CPython whose internal signature changed)
+        pass
+    return portable  # pragma: no cover
 
 
 _encode: Final = _encoder()
 # json.loads adds ~0.5 µs of argument checks to a short output's read; `scan_once` (set by
 # JSONDecoder.__init__, not in typeshed) parses one value from an index
-_scan: Final = getattr(json.JSONDecoder(), "scan_once")  # noqa: B009
+_scan: Final = getattr(json.JSONDecoder(), "scan_once", None) or (
+    lambda text, _index: (json.loads(text), len(text))  # pragma: no cover  (CPython has it)
+)
 
 
 class _Verbatim:
