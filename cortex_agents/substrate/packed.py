@@ -265,7 +265,9 @@ def _exactly(a: Any, b: Any) -> bool:
         if kind is not type(y):
             return False
         if kind is dict:
-            if list(x) != list(y):  # same keys in the same order
+            # same keys in the same order, of the same types: a str subclass (a StrEnum
+            # member) is a storable key equal to its text, and the trip makes it a str
+            if list(x) != list(y) or list(map(type, x)) != list(map(type, y)):
                 return False
             stack.extend((x[k], y[k]) for k in x)
         elif kind is list or kind is tuple:

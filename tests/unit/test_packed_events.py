@@ -281,3 +281,24 @@ def deep_size(value: object) -> int:
         elif hasattr(type(item), "__slots__"):
             stack.extend(getattr(item, s) for s in type(item).__slots__ if hasattr(item, s))
     return total
+
+
+class _Key(str):
+    pass
+
+
+def test_a_key_of_a_str_subclass_is_kept_as_itself_in_its_chunk():
+    # a str subclass (a StrEnum member) is a storable key and equal to its text, so
+    # only its type tells that the trip would make it a plain str
+    events = [event(i) for i in range(200)]
+    events[3] = StageCompleted(node_id="s000000", at=at(3), output={_Key("k"): 1})
+    events[7] = ToolCallMade(
+        node_id="s000001", tool="q", call_id="c7", arguments={"a": [{_Key("b"): 2}]}, at=at(7)
+    )
+    held = EventList(events)
+    assert held.compressed >= 64
+    assert held[3] is events[3]
+    assert held[7] is events[7]
+    (key,) = held[3].output
+    assert type(key) is _Key
+    assert held[8] is not events[8]  # the plain ones of that chunk are still sealed
