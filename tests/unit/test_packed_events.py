@@ -7,6 +7,7 @@ from dataclasses import fields, is_dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -302,3 +303,31 @@ def test_a_key_of_a_str_subclass_is_kept_as_itself_in_its_chunk():
     (key,) = held[3].output
     assert type(key) is _Key
     assert held[8] is not events[8]  # the plain ones of that chunk are still sealed
+
+
+def test_a_seal_that_raised_half_way_leaves_no_chunk_behind(monkeypatch):
+    # an append whose sealing fails (MemoryError, an interrupt) adds nothing; had it left
+    # the chunk it did seal in the list, every later chunk would sit one place off
+    import cortex_agents.substrate.packed as packed
+
+    events = [event(i) for i in range(10 * CHUNK)]
+    held = EventList()
+    held.extend(events[: 4 * CHUNK])  # nothing sealed before an append: four runs wait
+    real, calls = packed._sealed, []
+
+    def second_fails(run: Any) -> Any:
+        calls.append(len(run))
+        if len(calls) == 2:
+            raise MemoryError
+        return real(run)
+
+    monkeypatch.setattr(packed, "_sealed", second_fails)
+    with pytest.raises(MemoryError):
+        held.extend(events[4 * CHUNK : 5 * CHUNK])
+    monkeypatch.setattr(packed, "_sealed", real)
+    assert len(held) == 4 * CHUNK and held.compressed == 0  # the failed append added nothing
+    held.extend(events[4 * CHUNK :])
+    held.extend([])
+    assert held.compressed >= 4 * CHUNK
+    assert_reads_as(held, events)
+    assert_reads_as(held.prefix(7 * CHUNK + 5), events[: 7 * CHUNK + 5])
