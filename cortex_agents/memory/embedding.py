@@ -160,7 +160,10 @@ class InMemoryEmbeddingCache:
     def get_many(self, scorer_id: str, keys: Sequence[str]) -> dict[str, Vector]:
         """The cached vectors among ``keys`` (a lent row is copied out of its index)."""
         found: dict[str, Vector] = {}
-        lent: dict[weakref.ref[RowSource], tuple[list[str], list[int]]] = {}
+        # by the index's id, the index itself held until its rows are copied: one that goes
+        # away meanwhile (another thread drops it) still gives the rows seen here, and a
+        # weak reference is never hashed (a dead one never hashed before cannot be)
+        lent: dict[int, tuple[RowSource, list[str], list[int]]] = {}
         with self._lock:
             for key in keys:
                 entry = self._vectors.get((scorer_id, key))
@@ -168,26 +171,29 @@ class InMemoryEmbeddingCache:
                     continue
                 if type(entry) is tuple:
                     pointer, at = entry
-                    if pointer() is None:  # the index that held it is gone: a miss
+                    source = pointer()
+                    if source is None:  # the index that held it is gone: a miss
                         del self._vectors[scorer_id, key]
                         continue
-                    wanted = lent.setdefault(pointer, ([], []))
-                    wanted[0].append(key)
-                    wanted[1].append(at)
+                    wanted = lent.get(id(source))
+                    if wanted is None:
+                        wanted = lent[id(source)] = (source, [], [])
+                    wanted[1].append(key)
+                    wanted[2].append(at)
                 else:
                     found[key] = entry  # type: ignore[assignment]  # a vector
                 self._vectors.move_to_end((scorer_id, key))
-        for pointer, (lent_keys, rows) in lent.items():  # one copy per index, not per row
-            source = pointer()
-            if source is not None:
-                found.update(zip(lent_keys, source.take(rows), strict=True))
+        for source, lent_keys, rows in lent.values():  # one copy per index, not per row
+            found.update(zip(lent_keys, source.take(rows), strict=True))
         return found
 
     def put_many(self, scorer_id: str, vectors: Mapping[str, Vector]) -> None:
         """Store ``vectors``, evicting the least recently used beyond ``max_entries``."""
         with self._lock:
             for key, vector in vectors.items():
-                if (scorer_id, key) not in self._vectors:
+                entry = self._vectors.get((scorer_id, key))
+                # a row whose index is gone holds no value any more: the vector takes its place
+                if entry is None or (type(entry) is tuple and entry[0]() is None):
                     self._vectors[scorer_id, key] = np.array(vector, dtype=np.float32)
                 self._vectors.move_to_end((scorer_id, key))
             self._evict()

@@ -219,11 +219,17 @@ class EventList:
         if count <= 0:
             return
         issued = self._issued
+        made: list[_Chunk] = []
         for start in range(0, count * CHUNK, CHUNK):
             run = tail[start : start + CHUNK]
             number = sealed + start // CHUNK
-            chunks.append(_shared(source, number, run) or _sealed(run))
+            made.append(_shared(source, number, run) or _sealed(run))
             issued = ((number, run), *issued[: ISSUED_KEPT - 1])
+        # a chunk's place in the list is its number: a seal that raised half way (MemoryError,
+        # an interrupt) must leave none behind, or every later chunk would sit a place off.
+        # What lies past `sealed` is nobody's: each reader reads below its own value's count
+        del chunks[sealed:]
+        chunks.extend(made)
         self._issued = issued
         self._parts = (chunks, sealed + count, tail[count * CHUNK :])
 
@@ -265,7 +271,9 @@ def _exactly(a: Any, b: Any) -> bool:
         if kind is not type(y):
             return False
         if kind is dict:
-            if list(x) != list(y):  # same keys in the same order
+            # same keys in the same order, of the same types: a str subclass (a StrEnum
+            # member) is a storable key equal to its text, and the trip makes it a str
+            if list(x) != list(y) or list(map(type, x)) != list(map(type, y)):
                 return False
             stack.extend((x[k], y[k]) for k in x)
         elif kind is list or kind is tuple:

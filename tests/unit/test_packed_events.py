@@ -7,6 +7,7 @@ from dataclasses import fields, is_dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -281,3 +282,52 @@ def deep_size(value: object) -> int:
         elif hasattr(type(item), "__slots__"):
             stack.extend(getattr(item, s) for s in type(item).__slots__ if hasattr(item, s))
     return total
+
+
+class _Key(str):
+    pass
+
+
+def test_a_key_of_a_str_subclass_is_kept_as_itself_in_its_chunk():
+    # a str subclass (a StrEnum member) is a storable key and equal to its text, so
+    # only its type tells that the trip would make it a plain str
+    events = [event(i) for i in range(200)]
+    events[3] = StageCompleted(node_id="s000000", at=at(3), output={_Key("k"): 1})
+    events[7] = ToolCallMade(
+        node_id="s000001", tool="q", call_id="c7", arguments={"a": [{_Key("b"): 2}]}, at=at(7)
+    )
+    held = EventList(events)
+    assert held.compressed >= 64
+    assert held[3] is events[3]
+    assert held[7] is events[7]
+    (key,) = held[3].output
+    assert type(key) is _Key
+    assert held[8] is not events[8]  # the plain ones of that chunk are still sealed
+
+
+def test_a_seal_that_raised_half_way_leaves_no_chunk_behind(monkeypatch):
+    # an append whose sealing fails (MemoryError, an interrupt) adds nothing; had it left
+    # the chunk it did seal in the list, every later chunk would sit one place off
+    import cortex_agents.substrate.packed as packed
+
+    events = [event(i) for i in range(10 * CHUNK)]
+    held = EventList()
+    held.extend(events[: 4 * CHUNK])  # nothing sealed before an append: four runs wait
+    real, calls = packed._sealed, []
+
+    def second_fails(run: Any) -> Any:
+        calls.append(len(run))
+        if len(calls) == 2:
+            raise MemoryError
+        return real(run)
+
+    monkeypatch.setattr(packed, "_sealed", second_fails)
+    with pytest.raises(MemoryError):
+        held.extend(events[4 * CHUNK : 5 * CHUNK])
+    monkeypatch.setattr(packed, "_sealed", real)
+    assert len(held) == 4 * CHUNK and held.compressed == 0  # the failed append added nothing
+    held.extend(events[4 * CHUNK :])
+    held.extend([])
+    assert held.compressed >= 4 * CHUNK
+    assert_reads_as(held, events)
+    assert_reads_as(held.prefix(7 * CHUNK + 5), events[: 7 * CHUNK + 5])

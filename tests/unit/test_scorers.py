@@ -435,3 +435,41 @@ def test_lent_rows_count_toward_the_bound_and_replace_a_stored_copy():
     del source
     gc.collect()
     assert cache.get_many("m", ["k1", "k2"]) == {} and len(cache) == 0
+
+
+class _RowsOf:
+    def __init__(self, rows):
+        self.rows = rows
+
+    def take(self, at):
+        return self.rows[at]
+
+
+def test_a_vector_put_after_its_lending_index_is_gone_is_kept():
+    cache = InMemoryEmbeddingCache()
+    source = _RowsOf(np.arange(4, dtype=np.float32).reshape(2, 2))
+    cache.lend("m", {"k0": 0, "k1": 1}, source)
+    del source
+    gc.collect()  # its entries now point nowhere: nobody has read them since
+    cache.put_many("m", {"k0": np.array([7.0, 8.0], dtype=np.float32)})
+    assert cache.get_many("m", ["k0"])["k0"].tolist() == [7.0, 8.0]  # before: lost, a miss
+
+
+def test_a_lent_row_seen_by_a_read_is_returned_though_its_index_goes_away_meanwhile():
+    # stands in for another thread dropping the last reference to the lending index while
+    # a read is under way: here the read's next key, compared, drops it
+    cache = InMemoryEmbeddingCache()
+    holder = [_RowsOf(np.arange(4, dtype=np.float32).reshape(2, 2))]
+    cache.lend("m", {"k0": 0}, holder[0])
+    cache.put_many("m", {"k1": np.ones(2, dtype=np.float32)})
+
+    class Dropping(str):
+        __hash__ = str.__hash__
+
+        def __eq__(self, other):
+            holder.clear()  # the index's last reference goes
+            return str.__eq__(self, other)
+
+    got = cache.get_many("m", ["k0", Dropping("k1")])
+    assert not holder
+    assert got["k0"].tolist() == [0.0, 1.0]  # before: a hit seen under the lock, then dropped
