@@ -62,12 +62,15 @@ def writes_of(db: str, thread: str) -> list[tuple[Any, ...]]:
     else:
         import sqlite3
 
-        sql = (
-            "SELECT checkpoint_id, task_id, task_path, idx, channel, type, value "
-            "FROM writes WHERE thread_id = ?"
-        )
         conn = sqlite3.connect(db)
         try:
+            # older langgraph-checkpoint-sqlite releases (the floors) have no task_path column
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(writes)")}
+            path = "task_path" if "task_path" in columns else "''"
+            sql = (
+                f"SELECT checkpoint_id, task_id, {path}, idx, channel, type, value "
+                "FROM writes WHERE thread_id = ?"
+            )
             rows = conn.execute(sql, (thread,)).fetchall()
         finally:
             conn.close()
@@ -248,15 +251,14 @@ def test_a_checkpoint_that_overtakes_its_writes_waits_for_them_or_lets_them_land
 
 
 def normalised_writes(db: str, thread: str, saver: Any) -> list[tuple[Any, ...]]:
-    """The thread's pending writes with checkpoint and task ids as their order of appearance."""
+    """The thread's pending writes, checkpoint ids as their order of appearance and task ids
+    as the order of the tasks' rows (older savers store no task path to order them by)."""
     order = [t.config["configurable"]["checkpoint_id"] for t in saver.list(config(thread))][::-1]
-    rows = writes_of(db, thread)
-    tasks: dict[str, int] = {}
-    out = []
-    for row in sorted(rows, key=lambda r: (order.index(r[0]), r[2], r[3])):
-        task = tasks.setdefault(row[1], len(tasks))
-        out.append((order.index(row[0]), task, *row[2:]))
-    return out
+    by_task: dict[tuple[int, str], list[tuple[Any, ...]]] = {}
+    for row in writes_of(db, thread):
+        by_task.setdefault((order.index(row[0]), row[1]), []).append(tuple(row[2:]))
+    tasks = sorted((checkpoint, sorted(rows)) for (checkpoint, _), rows in by_task.items())
+    return [(checkpoint, n, *row) for n, (checkpoint, rows) in enumerate(tasks) for row in rows]
 
 
 @pytest.mark.parametrize("durability", ["sync", "async", "exit"])
