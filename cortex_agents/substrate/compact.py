@@ -59,7 +59,10 @@ def _encoder() -> Any:
         chunks = make(
             None, _refuse, json.encoder.encode_basestring, None, ":", ",", False, False, False
         )
-        fast = lambda value: "".join(chunks(value, 0))  # noqa: E731
+
+        def fast(value: Any) -> str:
+            return "".join(chunks(value, 0))
+
         probe = {"k": [1, 1.5, -0.0, "é\n", True, None], "": {}}
         if fast(probe) == portable(probe):
             return fast
