@@ -106,6 +106,14 @@ def commit_step(db: str, saver: Any, thread: str, *, solo: bool) -> tuple[Any, A
     return after_writes, writes_of(db, thread)
 
 
+def begin(saver: Any, thread: str, task: str = "task") -> tuple[Any, Any, bool]:
+    """The thread's first checkpoint stored and ``task`` registered as solo at it:
+    ``(the stored config, the next checkpoint, whether the saver holds its writes)``."""
+    first, second = two_checkpoints()
+    stored = saver.put(config(thread), first, {"source": "input", "step": -1}, {})
+    return stored, second, saver.expect_solo_writes(thread, first["id"], task)
+
+
 def opened(db: str) -> Any:
     context = open_saver(db)
     return context, context.__enter__()
@@ -137,9 +145,8 @@ def test_a_failed_merged_commit_leaves_the_writes_durable(durable_database, monk
             raise failing
 
         with saver.lock("t"):
-            first, second = two_checkpoints()
-            stored = saver.put(config("t"), first, {"source": "input", "step": -1}, {})
-            assert saver.expect_solo_writes("t", first["id"], "task")
+            stored, second, holds = begin(saver, "t")
+            assert holds
             saver.put_writes(stored, WRITES, "task", "path")
             assert writes_of(db, "t") == []
             monkeypatch.setattr(saver.store, "append", fail)  # the checkpoint's events fail
@@ -157,9 +164,7 @@ def test_a_fenced_merged_commit_writes_nothing_and_says_why_in_a_note(durable_da
     context, saver = opened(db)
     try:
         with saver.lock("t"):
-            first, second = two_checkpoints()
-            stored = saver.put(config("t"), first, {"source": "input", "step": -1}, {})
-            saver.expect_solo_writes("t", first["id"], "task")
+            stored, second, _ = begin(saver, "t")
             saver.put_writes(stored, WRITES, "task", "path")
             with open_saver(db) as other:
                 other.store.claim_writer("t")  # another writer took the thread
@@ -177,9 +182,7 @@ def test_a_siblings_writes_are_durable_at_once(durable_database):
     context, saver = opened(db)
     try:
         with saver.lock("t"):
-            first, _ = two_checkpoints()
-            stored = saver.put(config("t"), first, {"source": "input", "step": -1}, {})
-            saver.expect_solo_writes("t", first["id"], "solo-task")
+            stored, _, _ = begin(saver, "t", "solo-task")
             saver.put_writes(stored, WRITES, "sibling", "path")
             assert len(writes_of(db, "t")) == len(WRITES)
             errors = [("__error__", "boom")]  # LangGraph's special writes: never held
@@ -194,9 +197,8 @@ def test_without_the_lock_nothing_is_held(durable_database):
     db = durable_database
     context, saver = opened(db)
     try:
-        first, _ = two_checkpoints()
-        stored = saver.put(config("t"), first, {"source": "input", "step": -1}, {})
-        assert not saver.expect_solo_writes("t", first["id"], "task")
+        stored, _, holds = begin(saver, "t")
+        assert not holds
         saver.put_writes(stored, WRITES, "task", "path")
         assert len(writes_of(db, "t")) == len(WRITES)
     finally:
@@ -228,9 +230,7 @@ def test_a_checkpoint_that_overtakes_its_writes_waits_for_them_or_lets_them_land
     )
     try:
         with saver.lock("t"):
-            first, second = two_checkpoints()
-            stored = saver.put(config("t"), first, {"source": "input", "step": -1}, {})
-            saver.expect_solo_writes("t", first["id"], "task")
+            stored, second, _ = begin(saver, "t")
             monkeypatch.setattr(saver._solo, "take", entered)
             put = threading.Thread(
                 target=saver.put, args=(stored, second, {"source": "loop", "step": 0}, {})
@@ -331,9 +331,7 @@ def test_writes_no_checkpoint_took_are_stored_when_the_lock_is_released(durable_
             pytest.raises(KeyError) if raising else contextlib.nullcontext(),
             saver.lock("t"),
         ):
-            first, _ = two_checkpoints()
-            stored = saver.put(config("t"), first, {"source": "input", "step": -1}, {})
-            saver.expect_solo_writes("t", first["id"], "task")
+            stored, _, _ = begin(saver, "t")
             saver.put_writes(stored, WRITES, "task", "path")
             assert writes_of(db, "t") == []  # held: no checkpoint came after it
             if raising:
