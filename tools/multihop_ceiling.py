@@ -29,8 +29,8 @@ the query text changes. Per family, split and dataset it reports recall@3
     (MuSiQue) One query: the question and the gold answers of every step but
     the last (the bridge entities), joined by spaces.
 ``best``
-    (MuSiQue) Per case, the higher of ``answers`` and ``appended``: a ceiling
-    over both ways of using a perfect reader's answers, not a ranking.
+    Per case, the higher of ``answers`` and ``appended`` (HotpotQA: ``answers``):
+    a ceiling over both ways of using a perfect reader's answers, not a ranking.
 ``share`` / ``none``
     The word-overlap census: each gold paragraph (title + text, as its
     analyst carries them) shares a content word with the question, or none —
@@ -160,8 +160,7 @@ def _case_row(
         found = {name: node in top for name, top in tops.items()}
         gold.append({"node": node, "hop": hop + 1, "shared": shared, "found": found})
     recall = {name: recall_at(top, case.relevant, K) for name, top in tops.items()}
-    if "appended" in recall:
-        recall["best"] = max(recall["answers"], recall["appended"])
+    recall["best"] = max(recall[v] for v in ("answers", "appended") if v in recall)
     return {"recall": recall, "tops": tops, "gold": gold}
 
 
