@@ -4,7 +4,7 @@ The public surface, grouped by job (about thirty names). Everything else is
 importable from the subpackage that defines it — ``cortex_agents.memory``,
 ``cortex_agents.runtime``, ``cortex_agents.persistence``, ``cortex_agents.errors``
 (every error), ``cortex_agents.substrate``, ``cortex_agents.rewrite``,
-``cortex_agents.tools``, ``cortex_agents.snapshot_file`` — whose ``__all__``
+``cortex_agents.tools``, ``cortex_agents.snapshotfile`` — whose ``__all__``
 states its public names.
 
 Every public name but the root error is imported from its module on first use
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
         load_wire,
         stage_node,
     )
-    from cortex_agents.snapshot_file import dump_snapshot, load_snapshot
+    from cortex_agents.snapshotfile import dump_snapshot, load_snapshot
     from cortex_agents.substrate import GraphState, NodeRecord
     from cortex_agents.tools import (
         SubstrateState,
@@ -81,8 +81,8 @@ _EXPORTS: dict[str, str] = {
     "RewritePolicy": "cortex_agents.rewrite",
     "GraphState": "cortex_agents.substrate",
     "NodeRecord": "cortex_agents.substrate",
-    "load_snapshot": "cortex_agents.snapshot_file",
-    "dump_snapshot": "cortex_agents.snapshot_file",
+    "load_snapshot": "cortex_agents.snapshotfile",
+    "dump_snapshot": "cortex_agents.snapshotfile",
 }
 """Every public name but the errors and ``__version__``, and the module that defines it."""
 

@@ -24,8 +24,12 @@ from cortex_agents.persistence.transfer import (
     import_salvage,
     quarantined_rows,
 )
-from cortex_agents.snapshot_file import checked_dump, load_snapshot, load_snapshot_forensic
-from cortex_agents.snapshot_limits import check_identifier
+from cortex_agents.snapshotfile import (
+    check_identifier,
+    checked_dump,
+    load_snapshot,
+    load_snapshot_forensic,
+)
 
 DbArgument = Annotated[str, typer.Argument(help="A SQLite file or a postgresql:// URL.")]
 ThreadOption = Annotated[str, typer.Option("--thread", help="The thread (run) id.")]

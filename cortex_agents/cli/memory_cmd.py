@@ -26,7 +26,7 @@ from cortex_agents.memory import (
     TimeReference,
     Weights,
 )
-from cortex_agents.snapshot_file import SQLITE_HEADER, load_snapshot
+from cortex_agents.snapshotfile import SQLITE_HEADER, load_snapshot
 from cortex_agents.timestamps import format_timestamp
 
 _AXES = ("graph", "temporal", "semantic")

@@ -20,7 +20,7 @@ from cortex_agents.memory.strategy import Topological
 from cortex_agents.persistence.transfer import thread_config
 from cortex_agents.runtime import Progress, Runtime, Wire, load_wire
 from cortex_agents.scratch import open_scratch
-from cortex_agents.snapshot_limits import check_identifier
+from cortex_agents.snapshotfile import check_identifier
 from cortex_agents.stages import KINDS
 from cortex_agents.stages.llm import CHAT_MODEL, ModelUnavailable, chat_model_from_env
 from cortex_agents.substrate import NodeScheduled, StageCompleted, StageFailed, StageStarted

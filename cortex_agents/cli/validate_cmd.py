@@ -13,7 +13,7 @@ from cortex_agents.cli.db_cmds import open_database
 from cortex_agents.errors import InvalidSnapshot
 from cortex_agents.persistence import is_postgres_url
 from cortex_agents.persistence.validation import ThreadReport, stored_threads, validate_thread
-from cortex_agents.snapshot_file import SQLITE_HEADER, load_snapshot
+from cortex_agents.snapshotfile import SQLITE_HEADER, load_snapshot
 
 __all__ = ["validate"]
 

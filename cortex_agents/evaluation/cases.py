@@ -20,7 +20,7 @@ from typing import Any
 
 from cortex_agents.errors import InvalidArgument, InvalidSnapshot
 from cortex_agents.memory.snapshot import MemorySnapshot
-from cortex_agents.snapshot_file import parse_snapshot
+from cortex_agents.snapshotfile import parse_snapshot
 
 __all__ = ["LoadedCase", "load_cases", "read_cases"]
 

@@ -36,7 +36,7 @@ from cortex_agents.persistence.urls import (
     require_postgres_extra,
     sqlite_path,
 )
-from cortex_agents.snapshot_file import SQLITE_HEADER as _SQLITE_HEADER
+from cortex_agents.snapshotfile import SQLITE_HEADER as _SQLITE_HEADER
 
 __all__ = [
     "aopen_saver",

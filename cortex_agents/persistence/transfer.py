@@ -39,9 +39,13 @@ from cortex_agents.memory.snapshot import MemorySnapshot
 from cortex_agents.persistence.saver import CortexSaver
 from cortex_agents.persistence.thread_ops import one_transaction
 from cortex_agents.rewrite.budget import budget_problems
-from cortex_agents.snapshot_events import document_events
-from cortex_agents.snapshot_file import LeftOut, Salvage, SnapshotDocument
-from cortex_agents.snapshot_limits import check_identifier
+from cortex_agents.snapshotfile import (
+    LeftOut,
+    Salvage,
+    SnapshotDocument,
+    check_identifier,
+    document_events,
+)
 from cortex_agents.substrate.events import StageStarted
 from cortex_agents.substrate.log import SubstrateLog
 from cortex_agents.timestamps import format_timestamp, parse_timestamp

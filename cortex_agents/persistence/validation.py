@@ -31,7 +31,7 @@ from cortex_agents.persistence.transfer import (
     quarantined_rows,
     thread_config,
 )
-from cortex_agents.snapshot_file import dump_snapshot, validate_snapshot
+from cortex_agents.snapshotfile import dump_snapshot, validate_snapshot
 
 __all__ = ["ThreadReport", "stored_threads", "validate_thread"]
 

@@ -54,9 +54,10 @@ from cortex_agents.substrate.events import (
     StageStarted,
     event_to_dict,
 )
+from cortex_agents.substrate.fold import fold
 from cortex_agents.substrate.log import SubstrateLog
 from cortex_agents.substrate.records import NodeId
-from cortex_agents.substrate.state import GraphState, fold
+from cortex_agents.substrate.state import GraphState
 
 __all__ = ["stage_node"]
 

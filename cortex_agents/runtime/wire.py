@@ -66,6 +66,10 @@ __all__ = [
 ID_PATTERN: Final = re.compile(r"[A-Za-z0-9_.-]+")
 """Stage ids and kind names: no ``:`` (reserved for rewrite-created ids ``anchor:local``)."""
 
+STRUCTURED_OUTPUT_FORMS: Final = ("auto", "json_schema", "json_object", "off")
+"""What a stage's ``structured_output`` config may say. Defined here, below the stages
+(``cortex_agents.stages.FORMS`` is this tuple), so the wire checks it without importing them."""
+
 StageFunction = Callable[["StageContext"], Any] | Callable[["StageContext"], Awaitable[Any]]
 OnFailure = Literal["stop", "continue"]
 
@@ -378,11 +382,9 @@ def _strategy_problems(strategy: Any, where: str, wire: Wire) -> list[Problem]:
 
 def _structured_output_problems(value: object, where: str) -> list[Problem]:
     """A stage's ``structured_output`` setting, checked with the wire rather than at its first call."""
-    from cortex_agents.stages.structured import FORMS  # pydantic and langchain: only when set
-
-    if value in FORMS:
+    if value in STRUCTURED_OUTPUT_FORMS:
         return []
-    return [Problem(where, f"must be one of {list(FORMS)} (got {value!r})")]
+    return [Problem(where, f"must be one of {list(STRUCTURED_OUTPUT_FORMS)} (got {value!r})")]
 
 
 def _scorer_problems(wire: Wire) -> list[Problem]:

@@ -43,6 +43,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from pydantic import BaseModel
 
 from cortex_agents.errors import InvalidArgument
+from cortex_agents.runtime.wire import STRUCTURED_OUTPUT_FORMS as FORMS
 from cortex_agents.stages.outputs import parse_output
 
 __all__ = [
@@ -58,7 +59,6 @@ STRUCTURED_OUTPUT: Final = "structured_output"
 """Key of the setting in a stage's config and in the runtime's services."""
 ENV: Final = "CORTEX_STRUCTURED_OUTPUT"
 Form = Literal["json_schema", "json_object", "off"]
-FORMS: Final = ("auto", "json_schema", "json_object", "off")
 _BOUNDS: Final = ("maxLength", "minLength", "maxItems", "minItems")
 _PLAIN: Final = '^[^<"\\\\\\x00-\\x1f]{0,%d}$'
 """At most N characters, none a control character, ``<``, ``"`` or a backslash."""

@@ -4,7 +4,7 @@ A run stores values (an output, a config, an error, an id, tags, attempts)
 and a snapshot file carries them out and back in. Each bound is defined once,
 here: a run refuses what exceeds it where the value enters (a stage whose
 output holds a longer string fails, naming the bound), and
-:class:`~cortex_agents.snapshot_limits.SnapshotLimits` takes its defaults from
+:class:`~cortex_agents.snapshotfile.SnapshotLimits` takes its defaults from
 it, so ``export`` and ``import`` accept every value a run stored. (Payload
 nesting is :data:`~cortex_agents.substrate.events.MAX_DEPTH`, with the rest
 of the storable rules.)

@@ -252,12 +252,3 @@ class GraphState:
 
 
 EMPTY_STATE: Final = GraphState()
-
-
-def __getattr__(name: str) -> Any:
-    """``fold`` moved to :mod:`cortex_agents.substrate.fold`; importing it from here still works."""
-    if name == "fold":
-        from cortex_agents.substrate.fold import fold
-
-        return fold
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

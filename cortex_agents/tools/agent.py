@@ -89,6 +89,6 @@ def substrate_from_snapshot(path: str | Path) -> list[dict[str, Any]]:
         InvalidSnapshot: the file is not a valid snapshot.
     """
     from cortex_agents.persistence.transfer import document_events
-    from cortex_agents.snapshot_file import load_snapshot
+    from cortex_agents.snapshotfile import load_snapshot
 
     return [event_to_dict(e) for e in document_events(load_snapshot(path))]

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from cortex_agents.cli import app
 from cortex_agents.memory import BUILTIN_PRESETS, WalkSpec, Weights, query_vectorised
-from cortex_agents.snapshot_file import load_snapshot
+from cortex_agents.snapshotfile import load_snapshot
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "claim_review.json"
 runner = CliRunner()

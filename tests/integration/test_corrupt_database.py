@@ -14,7 +14,7 @@ from cortex_agents.cli import app
 from cortex_agents.errors import StorageError
 from cortex_agents.persistence import open_saver
 from cortex_agents.persistence.transfer import import_document
-from cortex_agents.snapshot_file import load_snapshot
+from cortex_agents.snapshotfile import load_snapshot
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "claim_review.json"
 DEMO = "graphs/fanout_demo.py"

@@ -13,7 +13,7 @@ from cortex_agents.cli import app
 from cortex_agents.persistence import open_saver
 from cortex_agents.persistence.transfer import export_document, quarantined_rows
 from cortex_agents.persistence.validation import validate_thread
-from cortex_agents.snapshot_file import load_snapshot
+from cortex_agents.snapshotfile import load_snapshot
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "claim_review.json"
 runner = CliRunner()

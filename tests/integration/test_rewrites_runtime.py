@@ -17,7 +17,7 @@ from cortex_agents.persistence import memory_saver, open_saver
 from cortex_agents.persistence.transfer import export_document, import_document
 from cortex_agents.rewrite import RewritePolicy
 from cortex_agents.runtime import LogicalClock, Runtime, StageContext, WireBuilder
-from cortex_agents.snapshot_file import dump_snapshot, parse_snapshot
+from cortex_agents.snapshotfile import dump_snapshot, parse_snapshot
 from cortex_agents.substrate import (
     NodeScheduled,
     RewriteAdmitted,
@@ -301,7 +301,7 @@ def test_export_and_import_keep_the_rewrite_history_and_retired_nodes(tmp_path):
 
 def test_every_moment_of_a_rewriting_run_can_be_looked_at_as_of_its_time(tmp_path):
     from cortex_agents.persistence import open_view
-    from cortex_agents.snapshot_file import parse_snapshot
+    from cortex_agents.snapshotfile import parse_snapshot
     from cortex_agents.substrate import NodeScheduled
 
     wire = chain_wire(append("worker", "follow", "check"))

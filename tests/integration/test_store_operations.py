@@ -8,7 +8,7 @@ from cortex_agents.errors import InvalidArgument, StorageError, UnknownNode
 from cortex_agents.persistence import open_saver
 from cortex_agents.persistence.transfer import import_document
 from cortex_agents.persistence.view import open_view
-from cortex_agents.snapshot_file import SnapshotDocument
+from cortex_agents.snapshotfile import SnapshotDocument
 from cortex_agents.substrate import EdgeRecord, NodeRecord
 from tests.helpers import T0, at
 

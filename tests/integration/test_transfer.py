@@ -13,7 +13,7 @@ from cortex_agents.errors import InvalidArgument
 from cortex_agents.memory import query_vectorised
 from cortex_agents.persistence import open_saver
 from cortex_agents.persistence.transfer import UnknownThread, export_document, import_document
-from cortex_agents.snapshot_file import dump_snapshot, load_snapshot, parse_snapshot
+from cortex_agents.snapshotfile import dump_snapshot, load_snapshot, parse_snapshot
 from tests.graphs import chain_graph
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "claim_review.json"

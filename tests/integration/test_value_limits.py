@@ -27,10 +27,10 @@ from cortex_agents.persistence import open_saver
 from cortex_agents.persistence.transfer import export_document, import_document
 from cortex_agents.runtime import Runtime, WireBuilder
 from cortex_agents.runtime.wire_file import load_wire
-from cortex_agents.snapshot_events import document_events
-from cortex_agents.snapshot_file import (
+from cortex_agents.snapshotfile import (
     SnapshotDocument,
     checked_dump,
+    document_events,
     load_snapshot,
     parse_snapshot,
     validate_snapshot,

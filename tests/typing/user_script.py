@@ -51,7 +51,7 @@ from cortex_agents import (
 from cortex_agents.errors import Problem, UnknownScorer, WriterFenced
 from cortex_agents.memory import BUILTIN_SCORERS, PresetRegistry
 from cortex_agents.runtime import RunResult, Wire
-from cortex_agents.snapshot_file import SnapshotDocument, validate_snapshot
+from cortex_agents.snapshotfile import SnapshotDocument, validate_snapshot
 from cortex_agents.substrate import NodeId, SubstrateLog, append_events
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "claim_review.json"

@@ -20,7 +20,7 @@ from cortex_agents.memory import (
     Topological,
     WalkSpec,
 )
-from cortex_agents.snapshot_file import load_snapshot
+from cortex_agents.snapshotfile import load_snapshot
 from cortex_agents.tools.memory_query import make_memory_query_tool, render_matches
 from cortex_agents.tools.tokens import count_tokens
 from tests.helpers import call_memory_tool

@@ -18,7 +18,7 @@ from cortex_agents.rewrite import (
     static_cost,
 )
 from cortex_agents.rewrite.budget import DIMENSIONS
-from cortex_agents.snapshot_file import SnapshotDocument, dump_snapshot
+from cortex_agents.snapshotfile import SnapshotDocument, dump_snapshot
 from cortex_agents.substrate import RewriteAdmitted, StageStarted, fold
 from tests.helpers import at
 from tests.rewrite_support import VOCABULARY, graph, proposal, session

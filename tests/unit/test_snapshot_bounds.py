@@ -9,9 +9,15 @@ import json
 import pytest
 
 from cortex_agents.errors import InvalidSnapshot
-from cortex_agents.snapshot_events import document_events, event_count
-from cortex_agents.snapshot_file import parse_snapshot, salvage_snapshot, validate_snapshot
-from cortex_agents.snapshot_limits import SnapshotLimits, check_identifier
+from cortex_agents.snapshotfile import (
+    SnapshotLimits,
+    check_identifier,
+    document_events,
+    event_count,
+    parse_snapshot,
+    salvage_snapshot,
+    validate_snapshot,
+)
 from cortex_agents.substrate import SubstrateLog
 from tests.unit.test_snapshot_file import minimal
 

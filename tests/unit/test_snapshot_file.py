@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from cortex_agents.errors import InvalidSnapshot
 from cortex_agents.memory import query_vectorised
-from cortex_agents.snapshot_file import (
+from cortex_agents.snapshotfile import (
     dump_snapshot,
     load_snapshot,
     parse_snapshot,
@@ -178,7 +178,7 @@ def test_dump_keeps_output_key_order_because_body_text_follows_it():
 
 
 def test_a_rewrite_budget_is_optional_and_checked():
-    from cortex_agents.snapshot_file import dump_snapshot, parse_snapshot
+    from cortex_agents.snapshotfile import dump_snapshot, parse_snapshot
 
     base = json.loads(EXAMPLE.read_text())
     assert "rewrite_budget" not in base  # files of runs without one are unchanged
@@ -197,7 +197,7 @@ def test_a_rewrite_budget_is_optional_and_checked():
 def test_an_exports_check_finds_what_the_full_reading_finds(seed, length):
     """``dumped=True`` (an export's check) skips what only outside text can hold and the last
     fold: on the export of any run, it reports exactly what the full reading reports."""
-    from cortex_agents.snapshot_file import SnapshotDocument
+    from cortex_agents.snapshotfile import SnapshotDocument
     from cortex_agents.substrate import fold
     from tests.helpers import T0
     from tests.substrate_support import random_run

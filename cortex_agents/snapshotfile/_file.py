@@ -1,60 +1,32 @@
-"""The snapshot file (DESIGN §8): JSON that ``export`` writes and ``import`` reads.
+"""Reading and writing snapshot files: validate, parse, salvage, load, dump, write.
 
-::
-
-    {
-      "schema_version": "1",
-      "run_id": "example",
-      "entry_time": "2026-01-01T00:10:00Z",
-      "nodes": [{"id": "planner", "kind": "planner", "status": "completed",
-                 "captured_at": "...", "completed_at": "...", "output": {...}, "tags": []}],
-      "edges": [{"source": "planner", "target": "analyst-a"}],
-      "rewrites": []
-    }
-
-Reading (:mod:`cortex_agents.snapshot_reader`) is strict and reports *every*
-problem with its location (a JSON path like ``nodes[3].captured_at``, or a
-line and column for malformed JSON): bounds (:mod:`cortex_agents.snapshot_limits`),
-unknown schema version, wrong types, unknown fields, duplicate keys, bad or
-naive timestamps, states a run cannot produce, duplicate node ids, dangling
-or duplicate edges, cycles, rewrites by unknown proposers. ``validate``,
-strict import and forensic import read through the same code, so they accept
-exactly the same files. Forensic reading keeps the valid rows and returns
-every other row, with why it was left out.
-
-Writing is canonical: nodes in canonical topological order, edges by their
-endpoints' positions, fixed key order, two-space indent, UTF-8, one trailing
-newline. Parsing then dumping a canonical file reproduces it byte for byte.
+Every reading goes through :func:`._reader.read_text`, so ``validate``,
+strict import and forensic import accept exactly the same files. Writing is
+canonical: nodes in canonical topological order, edges by their endpoints'
+positions, fixed key order, two-space indent, UTF-8, one trailing newline.
+Parsing then dumping a canonical file reproduces it byte for byte.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any
 
 from cortex_agents.errors import InvalidSnapshot, Problem
 from cortex_agents.memory.influence import canonical_order
-from cortex_agents.memory.snapshot import MemorySnapshot
-from cortex_agents.snapshot_limits import DEFAULT_LIMITS, BadNumber, SnapshotLimits
-from cortex_agents.substrate.log import SubstrateLog
-from cortex_agents.substrate.records import EdgeRecord, NodeId, NodeRecord, RewriteFact
-from cortex_agents.substrate.state import GraphState
+from cortex_agents.snapshotfile._document import (
+    SCHEMA_VERSION,
+    SQLITE_HEADER,
+    Salvage,
+    SnapshotDocument,
+)
+from cortex_agents.snapshotfile._limits import DEFAULT_LIMITS, SnapshotLimits
+from cortex_agents.snapshotfile._reader import Reading, read_text
+from cortex_agents.substrate.records import NodeId, NodeRecord, RewriteFact
 from cortex_agents.timestamps import format_timestamp
 
-if TYPE_CHECKING:
-    from cortex_agents.snapshot_integrity import Category
-    from cortex_agents.snapshot_reader import Reading
-
 __all__ = [
-    "SCHEMA_VERSION",
-    "SQLITE_HEADER",
-    "LeftOut",
-    "Salvage",
-    "SnapshotDocument",
     "checked_dump",
     "dump_snapshot",
     "load_snapshot",
@@ -65,110 +37,12 @@ __all__ = [
     "write_snapshot",
 ]
 
-SCHEMA_VERSION: Final = "1"
-SQLITE_HEADER: Final = b"SQLite format 3\x00"
-"""The first bytes of every SQLite database file (told apart from a snapshot)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SnapshotDocument:
-    """A validated snapshot file.
-
-    Attributes:
-        run_id: The run (thread) it came from, if recorded.
-        entry_time: The reference time (a stage's entry, or the export time).
-        nodes: Every node.
-        edges: Every edge.
-        rewrites: The rewrite history, in decision order.
-        rewrite_budget: The run's rewrite budget per dimension, if the run
-            set one (written to the file only then).
-        _log: The substrate the document imports as, when the reader built
-            and folded it to check the file; import writes it rather than
-            building and folding it again (the document is immutable, its
-            outputs included: change a copy, not the document).
-    """
-
-    run_id: str | None
-    entry_time: datetime
-    nodes: tuple[NodeRecord, ...]
-    edges: tuple[EdgeRecord, ...]
-    rewrites: tuple[RewriteFact, ...] = ()
-    rewrite_budget: Mapping[str, int] | None = None
-    _log: SubstrateLog | None = field(default=None, compare=False, repr=False)
-
-    def to_memory_snapshot(self) -> MemorySnapshot:
-        """The memory snapshot this file describes, referenced at ``entry_time``."""
-        return MemorySnapshot.of(self.nodes, self.edges, self.entry_time, run_id=self.run_id)
-
-    @classmethod
-    def from_state(
-        cls, state: GraphState, entry_time: datetime, *, run_id: str | None = None
-    ) -> SnapshotDocument:
-        """The document of a materialized graph state."""
-        return cls(
-            run_id=run_id,
-            entry_time=entry_time,
-            nodes=tuple(state.nodes.values()),
-            edges=tuple(state.edges),
-            rewrites=state.rewrites,
-            rewrite_budget=None if state.budget is None else dict(state.budget),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class LeftOut:
-    """A row of a snapshot file that is not in the graph it was read into.
-
-    Attributes:
-        location: The row, e.g. ``edges[8]``.
-        category: Why: ``invalid``, ``duplicate``, ``dangling``, ``cycle``,
-            ``inconsistent`` (a state a run cannot produce) or ``orphan`` (a
-            rewrite whose proposer is not a node).
-        problems: What is wrong with it, located.
-        row: The row as the file holds it (JSON).
-    """
-
-    location: str
-    category: Category
-    problems: tuple[Problem, ...]
-    row: Any
-
-    def row_json(self) -> str:
-        """The row as compact ASCII JSON (numbers out of range as their literal text)."""
-        return json.dumps(
-            self.row,
-            ensure_ascii=True,
-            separators=(",", ":"),
-            default=lambda v: repr(v) if isinstance(v, BadNumber) else str(v),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Salvage:
-    """What forensic reading keeps and what it leaves out.
-
-    Attributes:
-        document: Every row that passed.
-        problems: Every problem found, located, in document order.
-        left_out: Every other row, with why.
-        orphans: Nodes kept whose every edge was left out.
-    """
-
-    document: SnapshotDocument
-    problems: tuple[Problem, ...]
-    left_out: tuple[LeftOut, ...]
-    orphans: tuple[Problem, ...] = ()
-
 
 def _read(text: str | bytes, limits: SnapshotLimits, *, dumped: bool = False) -> Reading:
-    from cortex_agents.snapshot_reader import read_text
-
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
-            from cortex_agents.snapshot_reader import Reading
-
             return Reading(problems=[Problem(f"byte {exc.start}", "file is not UTF-8")])
     return read_text(text, limits, dumped=dumped)
 

@@ -4,7 +4,7 @@ One reader serves ``validate``, strict ``import`` and forensic ``import``,
 so they accept exactly the same files. It works in passes, each on rows that
 passed the ones before:
 
-1. the text, within :class:`~cortex_agents.snapshot_limits.SnapshotLimits`
+1. the text, within :class:`~cortex_agents.snapshotfile.SnapshotLimits`
    (size, depth, number literals, duplicate keys);
 2. the top-level fields and counts (a problem here leaves nothing to read);
 3. each node, edge and rewrite on its own: bounds, types, ids, timestamps,
@@ -31,16 +31,16 @@ from pydantic import ValidationError as PydanticValidationError
 
 from cortex_agents.errors import CortexError, InvalidArgument, Problem
 from cortex_agents.rewrite.budget import budget_problems
-from cortex_agents.snapshot_events import document_events, event_count
-from cortex_agents.snapshot_file import SCHEMA_VERSION, LeftOut, SnapshotDocument
-from cortex_agents.snapshot_integrity import (
+from cortex_agents.snapshotfile._document import SCHEMA_VERSION, LeftOut, SnapshotDocument
+from cortex_agents.snapshotfile._events import document_events, event_count
+from cortex_agents.snapshotfile._integrity import (
     Category,
     IndexedEdge,
     back_edges,
     edge_state_problem,
     rewrite_problem,
 )
-from cortex_agents.snapshot_limits import (
+from cortex_agents.snapshotfile._limits import (
     SnapshotLimits,
     decode_bounded,
     identifier_problem,
@@ -426,7 +426,7 @@ class _Reader:
 def read_text(text: str, limits: SnapshotLimits, *, dumped: bool = False) -> Reading:
     """Read a snapshot file's text (see the module docstring).
 
-    ``dumped``: the text is :func:`~cortex_agents.snapshot_file.dump_snapshot`'s
+    ``dumped``: the text is :func:`~cortex_agents.snapshotfile.dump_snapshot`'s
     own (an export being checked), so it holds no duplicate key, no ``NaN``
     and no number a value could not hold: only its size is checked before it
     is decoded (nesting and numbers are the values' own checks, below). Nor

@@ -27,7 +27,7 @@ from cortex_agents.substrate.events import (
 from cortex_agents.substrate.records import NodeId, NodeRecord
 
 if TYPE_CHECKING:
-    from cortex_agents.snapshot_file import SnapshotDocument
+    from cortex_agents.snapshotfile._document import SnapshotDocument
 
 __all__ = ["document_events", "event_count", "lifecycle_length"]
 
