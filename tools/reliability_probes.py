@@ -284,7 +284,7 @@ def r3(db: str, calls_per_tool: int, batch: int, rng: random.Random) -> dict[str
 
 def r5(db: str) -> dict[str, int]:
     """Every hostile path, through the ``memory`` tool's writing commands: how many got through."""
-    from cortex_agents.scratch.tool import make_memory_tool
+    from cortex_agents.tools import make_memory_tool
 
     tool = make_memory_tool()
     escapes = 0

@@ -30,6 +30,7 @@ from cortex_agents.persistence.backends import (
     open_saver,
     require_database,
 )
+from cortex_agents.persistence.inmemory import InMemorySubstrateStore
 from cortex_agents.persistence.inspection import (
     ThreadSummary,
     describe_thread,
@@ -43,7 +44,6 @@ from cortex_agents.persistence.locks import (
     ProcessLocks,
     ThreadLocks,
 )
-from cortex_agents.persistence.memory import InMemorySubstrateStore
 from cortex_agents.persistence.saver import DEFAULT_CHANNEL, CortexSaver
 from cortex_agents.persistence.saver_context import AsyncSaverContext, SaverContext
 from cortex_agents.persistence.sql import (

@@ -13,13 +13,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from cortex_agents.errors import StorageError
+from cortex_agents.persistence.inmemory import InMemorySubstrateStore
 from cortex_agents.persistence.locks import (
     FileLocks,
     PostgresLocks,
     ProcessLocks,
     scalar,
 )
-from cortex_agents.persistence.memory import InMemorySubstrateStore
 from cortex_agents.persistence.saver import DEFAULT_CHANNEL, CortexSaver
 from cortex_agents.persistence.saver_context import AsyncSaverContext, SaverContext
 from cortex_agents.persistence.sql import (

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cortex_agents.errors import InvalidArgument
+from cortex_agents.persistence.inmemory import InMemorySubstrateStore
 from cortex_agents.persistence.locks import FileLocks, PostgresLocks, ProcessLocks, ThreadLocks
-from cortex_agents.persistence.memory import InMemorySubstrateStore
 from cortex_agents.persistence.store import SubstrateStore
 from cortex_agents.persistence.urls import require_postgres_extra
 

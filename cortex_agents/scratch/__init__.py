@@ -1,11 +1,11 @@
-"""Scratch memory: a small per-node file system on a LangGraph store, its tool and connector.
+"""Scratch memory: a small per-node file system on a LangGraph store, and its connector.
 
 How a runtime uses it::
 
     with open_scratch(db) as backend:            # SQLite path, postgresql:// URL, or None
         memory = backend.bind(stage_id, scope="per_thread", thread_id=thread_id)
         messages = ScratchConnector().inject(messages, memory)   # the stage's prompt
-        tools = [make_memory_tool(), ...]        # reads runtime.context.scratch == memory
+        tools = [make_memory_tool(), ...]        # cortex_agents.tools; reads runtime.context.scratch
 
 Modules:
 
@@ -22,12 +22,13 @@ Modules:
   that make read-modify-write atomic on InMemory, SQLite and Postgres stores.
 - :mod:`~cortex_agents.scratch.paths`: what a valid path is.
 - :mod:`~cortex_agents.scratch.tree`: the directory tree and its rendering.
-- :mod:`~cortex_agents.scratch.tool`: the ``memory`` LangChain tool
-  (:func:`make_memory_tool`), bound through ``runtime.context.scratch``.
 - :mod:`~cortex_agents.scratch.connector`: :class:`ScratchConnector`, which
   puts the memory into the model's messages.
 
-Limits and path rules are documented (and importable) in their modules.
+Limits and path rules are documented (and importable) in their modules. The
+``memory`` LangChain tool over this store lives with the other LangChain tools,
+in :mod:`cortex_agents.tools.scratch_tool` (``make_memory_tool``, exported by
+:mod:`cortex_agents.tools`): tools sit above the runtime, the store below it.
 """
 
 from cortex_agents.scratch.atomic import WriteGuard
@@ -43,7 +44,6 @@ from cortex_agents.scratch.connector import (
     inject_memory,
 )
 from cortex_agents.scratch.store import SCRATCH_SCOPES, ScratchBackend, ScratchMemory, ScratchScope
-from cortex_agents.scratch.tool import MEMORY_TOOL_NAME, make_memory_tool
 from cortex_agents.scratch.tree import MemoryFile, TreeNode, render_tree
 
 __all__ = [
@@ -59,9 +59,6 @@ __all__ = [
     "MemoryFile",
     "TreeNode",
     "render_tree",
-    # The tool
-    "MEMORY_TOOL_NAME",
-    "make_memory_tool",
     # The connector and its options
     "CONTENT_MODES",
     "DEFAULT_MAX_CHARS",

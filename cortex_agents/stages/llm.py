@@ -27,7 +27,6 @@ from cortex_agents.errors import InvalidArgument, ModelUnavailable
 from cortex_agents.memory.match import Match
 from cortex_agents.memory.strategy import Topological
 from cortex_agents.runtime.context import StageContext
-from cortex_agents.scratch import MEMORY_TOOL_NAME, make_memory_tool
 from cortex_agents.scratch.connector import connector_from_config
 from cortex_agents.stages.prompts import (
     MEMORY_NUDGE,
@@ -52,6 +51,7 @@ from cortex_agents.tools.memory_query import (
     make_memory_query_tool,
 )
 from cortex_agents.tools.propose_rewrite import PROPOSE_REWRITE_TOOL, make_propose_rewrite_tool
+from cortex_agents.tools.scratch_tool import MEMORY_TOOL_NAME, make_memory_tool
 
 __all__ = [
     "CHAT_MODEL",

@@ -2,14 +2,14 @@
 
 - :mod:`~cortex_agents.tools.memory_query`: ``cortex_memory_query``, ranked recall of settled work.
 - :mod:`~cortex_agents.tools.propose_rewrite`: ``propose_rewrite``, a model's rewrite proposal.
+- :mod:`~cortex_agents.tools.scratch_tool`: ``memory``, a stage's scratch memory (the store
+  itself is :mod:`cortex_agents.scratch`).
 - :mod:`~cortex_agents.tools.agent`: the tools for an agent outside a wire
   (``create_agent``, ``create_react_agent``, ``ToolNode``) and the state key they read.
 - :mod:`~cortex_agents.tools.binding`: how a tool binds a stage from a plain graph's state.
 - :mod:`~cortex_agents.tools.loop`: the bounded, catalog-enforced tool loop of an LLM stage.
 - :mod:`~cortex_agents.tools.journal` and :mod:`~cortex_agents.tools.results`: what a call
   answers and what the substrate keeps of it, bounded.
-
-The scratch ``memory`` tool lives in :mod:`cortex_agents.scratch`.
 """
 
 from cortex_agents.tools.agent import SubstrateState, graph_memory_tools, substrate_from_snapshot
@@ -25,6 +25,7 @@ from cortex_agents.tools.memory_query import (
 )
 from cortex_agents.tools.propose_rewrite import PROPOSE_REWRITE_TOOL, make_propose_rewrite_tool
 from cortex_agents.tools.results import MAX_JOURNAL_BYTES, json_safe
+from cortex_agents.tools.scratch_tool import MEMORY_TOOL_NAME, make_memory_tool
 
 __all__ = [
     # for an agent outside a wire
@@ -44,6 +45,9 @@ __all__ = [
     # the rewrite tool
     "PROPOSE_REWRITE_TOOL",
     "make_propose_rewrite_tool",
+    # the scratch memory tool
+    "MEMORY_TOOL_NAME",
+    "make_memory_tool",
     # the tool loop of an LLM stage
     "ToolCall",
     "ToolLoopResult",

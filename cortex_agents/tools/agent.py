@@ -28,11 +28,11 @@ from langchain_core.tools import BaseTool
 from typing_extensions import TypedDict  # the flavour LangGraph and LangChain state schemas use
 
 from cortex_agents.memory.presets import BUILTIN_PRESETS, PresetRegistry
-from cortex_agents.scratch.tool import make_memory_tool
 from cortex_agents.substrate.events import event_to_dict
 from cortex_agents.substrate.log import SubstrateLog, append_events
 from cortex_agents.tools.binding import GraphBinding, bind_to_graph
 from cortex_agents.tools.memory_query import DEFAULT_TOKEN_BUDGET, make_memory_query_tool
+from cortex_agents.tools.scratch_tool import make_memory_tool
 
 __all__ = ["SubstrateState", "graph_memory_tools", "substrate_from_snapshot"]
 
