@@ -59,6 +59,8 @@ def memory_label(wire: Wire, node_id: str, kind: str, *, lines: bool = False) ->
         "scorer",
         "projection",
         "second_pass",
+        "diversity",
+        "mmr_lambda",
     ):
         if (value := getattr(strategy, name)) is not None:
             parts.append(f"{name}={value}")

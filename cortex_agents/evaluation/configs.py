@@ -20,6 +20,9 @@ reviewer stage's own recall (``stage-recall``, what its prompt carries).
 ``feedback`` is ``shipped-reviewer`` with the stage opting into the second
 retrieval pass (``Topological(second_pass="feedback")``,
 :mod:`cortex_agents.memory.feedback`): the same tool call, the same budget.
+``diversity:mmr`` is ``shipped-reviewer`` with the stage opting into the
+diversity stage (``Topological(diversity="mmr")``, the default
+``mmr_lambda``, :mod:`cortex_agents.memory.diversity`), likewise.
 ``semantic:NAME`` ranks by one scorer alone — ``semantic:bm25`` is BM25
 alone, ``semantic:wordllama`` and ``semantic:minilm`` dense cosine alone —
 with the shipped filters and nothing else. Each returns node ids in rank order.
@@ -156,6 +159,16 @@ def build_configs(scorers: tuple[str, ...] | None = None) -> list[Config]:
                 dataclasses.replace(strategy, second_pass="feedback")
                 if isinstance(strategy, Topological)
                 else Topological(second_pass="feedback"),
+                presets,
+            ),
+        ),
+        Config(
+            "diversity:mmr",
+            "shipped-reviewer with the opt-in diversity stage: Topological(diversity='mmr')",
+            _tool_ranker(
+                dataclasses.replace(strategy, diversity="mmr")
+                if isinstance(strategy, Topological)
+                else Topological(diversity="mmr"),
                 presets,
             ),
         ),

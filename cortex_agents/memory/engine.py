@@ -23,6 +23,8 @@ hand), but:
   over the interned evidence names the index keeps (:mod:`cortex_agents.memory.entities`);
   the feedback pass (``feedback``) is one more BM25 pass, with a query made of
   the first candidates' bodies (:mod:`cortex_agents.memory.feedback`);
+  diversity (``diversity="mmr"``) reorders the first ``mmr_depth`` of the
+  final order by the reference's own function (:mod:`cortex_agents.memory.diversity`);
 * the limit selects the top ``k`` by partition and sorts only those (plus
   every tie at the cut), which returns exactly the first ``k`` of the full
   sort; node ids compare through order-preserving labels.
@@ -45,6 +47,7 @@ import numpy as np
 import numpy.typing as npt
 
 from cortex_agents.errors import UnknownNode
+from cortex_agents.memory.diversity import mmr_order
 from cortex_agents.memory.embedding import VectorScorer
 from cortex_agents.memory.entities import names_in
 from cortex_agents.memory.feedback import FEEDBACK_SCORER, feedback_text
@@ -424,6 +427,29 @@ def _feedback(
     return raised
 
 
+def _sorted_places(spec: WalkSpec) -> int | None:
+    """How many first places of the order must be sorted: the limit, or the diversity depth if larger."""
+    if spec.limit is None or spec.diversity is None:
+        return spec.limit
+    return max(spec.limit, spec.mmr_depth)
+
+
+def _diversified(
+    index: IndexView,
+    query: Query,
+    spec: WalkSpec,
+    nodes: IntArray,
+    score: FloatArray,
+    order: IntArray,
+) -> IntArray:
+    """``order`` with its first ``mmr_depth`` places reordered by :func:`~cortex_agents.memory.diversity.mmr_order`."""
+    head = order[: spec.mmr_depth]
+    fields = index.fields(query.extractor)
+    bodies = [fields.body(int(nodes[i])) for i in head.tolist()]
+    picked = mmr_order(score[head].tolist(), bodies, spec.mmr_lambda)
+    return np.concatenate((head[picked], order[spec.mmr_depth :]))
+
+
 def _fuse(w: Weights, graph: FloatArray, temporal: FloatArray, semantic: FloatArray) -> FloatArray:
     """``(w.graph * graph + w.temporal * temporal + w.semantic * semantic) / w.total``.
 
@@ -557,11 +583,14 @@ def rank_vectorised(
         repeat[ids < 0] = False  # an empty body is never a repeat
         order = np.concatenate((order[~repeat], order[repeat]))
     else:
-        if spec.limit is not None and spec.limit < len(nodes):
-            cut = -np.partition(-score, spec.limit - 1)[spec.limit - 1]
+        places = _sorted_places(spec)
+        if places is not None and places < len(nodes):
+            cut = -np.partition(-score, places - 1)[places - 1]
             chosen = np.flatnonzero(score >= cut)
         picked = nodes[chosen]  # id labels of these few only
         order = chosen[np.lexsort((index.labels(picked), hops[chosen], -score[chosen]))]
+    if spec.diversity == "mmr" and len(order):
+        order = _diversified(index, query, spec, nodes, score, order)
     if spec.limit is not None:
         order = order[: spec.limit]
 

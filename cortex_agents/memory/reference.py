@@ -19,7 +19,9 @@ Steps (DESIGN §4):
    first ``feedback_depth`` bodies' feedback query (BM25 over the candidates,
    :mod:`cortex_agents.memory.feedback`), raise each axis by ``feedback``
    times that, and sort again; with ``distinct_bodies``, move each repeated
-   body after every first occurrence;
+   body after every first occurrence; with ``diversity="mmr"``, reorder the
+   first ``mmr_depth`` by maximal marginal relevance
+   (:mod:`cortex_agents.memory.diversity`);
 7. apply the limit after the sort. Never stop early: the score is not
    monotone along edges, so best-first with stop-at-k is unsound (seed 001, F2).
 """
@@ -30,6 +32,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 
 from cortex_agents.errors import UnknownNode
+from cortex_agents.memory.diversity import mmr_order
 from cortex_agents.memory.entities import named, names_in
 from cortex_agents.memory.extract import ExtractedFields
 from cortex_agents.memory.feedback import FEEDBACK_SCORER, feedback_text
@@ -223,6 +226,10 @@ def query_reference(
             (repeats if m.body_text and m.body_text in bodies_seen else first).append(m)
             bodies_seen.add(m.body_text)
         matches = first + repeats
+    if spec.diversity == "mmr":
+        head = matches[: spec.mmr_depth]
+        picked = mmr_order([m.score for m in head], [m.body_text for m in head], spec.mmr_lambda)
+        matches = [head[i] for i in picked] + matches[spec.mmr_depth :]
     return tuple(matches if spec.limit is None else matches[: spec.limit])
 
 

@@ -14,6 +14,13 @@ from dataclasses import dataclass, field
 from typing import Final, Literal, get_args
 
 from cortex_agents.errors import InvalidArgument
+from cortex_agents.memory.diversity import (
+    DIVERSITIES,
+    MMR_DEPTH,
+    MMR_LAMBDA,
+    Diversity,
+    check_mmr_lambda,
+)
 from cortex_agents.memory.extract import Extractor, default_extractor
 from cortex_agents.memory.semantic import SemanticScorer, token_jaccard
 
@@ -141,6 +148,17 @@ class WalkSpec:
             every candidate whose body is new, the repeats keeping their
             order — an earlier round's copy of a finding never pushes a new
             finding out of the top ``k``.
+        diversity: ``"mmr"``: an opt-in second stage, last before the limit, that
+            reorders the first ``mmr_depth`` candidates by maximal marginal
+            relevance (:mod:`cortex_agents.memory.diversity`: each candidate's
+            score against its token likeness to those already chosen; scores
+            unchanged, ties in first-stage order). ``None`` (every built-in
+            preset's) leaves the order as it is.
+        mmr_lambda: Relevance weight of the ``mmr`` stage, ``0 < mmr_lambda <= 1``
+            (1 gives the first-stage order back); default
+            :data:`~cortex_agents.memory.diversity.MMR_LAMBDA`.
+        mmr_depth: How many of the first candidates the ``mmr`` stage reorders
+            (an integer >= 1); default :data:`~cortex_agents.memory.diversity.MMR_DEPTH`.
     """
 
     direction: Direction = "ancestors"
@@ -159,6 +177,9 @@ class WalkSpec:
     feedback: float = 0.0
     feedback_depth: int = 1
     distinct_bodies: bool = False
+    diversity: Diversity | None = None
+    mmr_lambda: float = MMR_LAMBDA
+    mmr_depth: int = MMR_DEPTH
 
     def __post_init__(self) -> None:
         _check_choice("direction", self.direction, DIRECTIONS)
@@ -185,6 +206,10 @@ class WalkSpec:
         if _check_number("feedback", self.feedback) < 0:
             raise InvalidArgument("feedback", "must be >= 0", self.feedback)
         object.__setattr__(self, "feedback", float(self.feedback))
+        if self.diversity is not None:
+            _check_choice("diversity", self.diversity, DIVERSITIES)
+        object.__setattr__(self, "mmr_lambda", check_mmr_lambda(self.mmr_lambda))
+        _check_int("mmr_depth", self.mmr_depth, 1)
         for name in ("support", "named_evidence", "bridge"):
             value = _check_number(name, getattr(self, name))
             if not 0.0 <= value <= 1.0:

@@ -9,7 +9,10 @@
   past the nearest merge node, ``upstream_of_kind="analyst"`` keeps analysts.
   ``second_pass="feedback"`` opts every query of the stage into a second
   retrieval pass that reads what the first found
-  (:mod:`cortex_agents.memory.feedback`).
+  (:mod:`cortex_agents.memory.feedback`); ``diversity="mmr"`` (with an
+  optional ``mmr_lambda``) opts them into a last stage that reorders the
+  first candidates by maximal marginal relevance
+  (:mod:`cortex_agents.memory.diversity`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, get_args
 
 from cortex_agents.errors import InvalidArgument
+from cortex_agents.memory.diversity import DIVERSITIES, MMR_LAMBDA, Diversity, check_mmr_lambda
 from cortex_agents.memory.presets import BUILTIN_PRESETS, FEEDBACK, FEEDBACK_DEPTH, PresetRegistry
 from cortex_agents.memory.spec import Query, WalkSpec
 
@@ -61,6 +65,13 @@ class Topological:
             (``WalkSpec.feedback`` :data:`~cortex_agents.memory.presets.FEEDBACK`,
             ``feedback_depth`` :data:`~cortex_agents.memory.presets.FEEDBACK_DEPTH`)
             on top of its preset; ``None`` (the default) leaves the preset as it is.
+        diversity: ``"mmr"``: every query of the stage also reorders its first
+            ``WalkSpec.mmr_depth`` candidates by maximal marginal relevance
+            (``WalkSpec.diversity``, :mod:`cortex_agents.memory.diversity`);
+            ``None`` (the default) leaves the preset's choice as it is.
+        mmr_lambda: The relevance weight of that stage, ``0 < mmr_lambda <= 1``;
+            ``None`` means :data:`~cortex_agents.memory.diversity.MMR_LAMBDA`.
+            Only with ``diversity="mmr"``.
     """
 
     preset: str = "default"
@@ -71,6 +82,8 @@ class Topological:
     scorer: str | None = None
     projection: str | None = None
     second_pass: SecondPass | None = None
+    diversity: Diversity | None = None
+    mmr_lambda: float | None = None
     name: Literal["topological"] = "topological"
 
     def __post_init__(self) -> None:
@@ -95,11 +108,27 @@ class Topological:
                 f"must be one of {', '.join(map(repr, SECOND_PASSES))} or None",
                 self.second_pass,
             )
+        if self.diversity is not None and self.diversity not in DIVERSITIES:
+            raise InvalidArgument(
+                "diversity",
+                f"must be one of {', '.join(map(repr, DIVERSITIES))} or None",
+                self.diversity,
+            )
+        if self.mmr_lambda is not None:
+            if self.diversity != "mmr":
+                raise InvalidArgument(
+                    "mmr_lambda", "is only allowed with diversity='mmr'", self.mmr_lambda
+                )
+            object.__setattr__(self, "mmr_lambda", check_mmr_lambda(self.mmr_lambda))
 
     def passes(self, spec: WalkSpec) -> WalkSpec:
-        """``spec`` with the stage's declared second pass switched on (unchanged without one)."""
+        """``spec`` with the stage's declared second pass and diversity switched on
+        (unchanged without them)."""
         if self.second_pass == "feedback":
-            return dataclasses.replace(spec, feedback=FEEDBACK, feedback_depth=FEEDBACK_DEPTH)
+            spec = dataclasses.replace(spec, feedback=FEEDBACK, feedback_depth=FEEDBACK_DEPTH)
+        if self.diversity == "mmr":
+            lam = MMR_LAMBDA if self.mmr_lambda is None else self.mmr_lambda
+            spec = dataclasses.replace(spec, diversity="mmr", mmr_lambda=lam)
         return spec
 
     def resolve(

@@ -65,6 +65,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from cortex_agents.bundled import bundled_path
 from cortex_agents.errors import CortexError, InvalidArgument, InvalidWire, Problem
+from cortex_agents.memory.diversity import MMR_DEPTH, MMR_LAMBDA
 from cortex_agents.memory.presets import BUILTIN_PRESETS, Preset, PresetRegistry
 from cortex_agents.memory.projections import Projection
 from cortex_agents.memory.scorers import DEFAULT_SCORER, ScorerEntry
@@ -91,6 +92,8 @@ class _Memory(_Strict):
     scorer: str | None = None
     projection: str | None = None
     second_pass: Literal["feedback"] | None = None
+    diversity: Literal["mmr"] | None = None
+    mmr_lambda: float | None = None
 
 
 class _Rewrite(_Strict):
@@ -141,6 +144,9 @@ class _Preset(_Strict):
     feedback: float = 0.0
     feedback_depth: Annotated[int, Field(ge=1)] = 1
     distinct_bodies: bool = False
+    diversity: Literal["mmr"] | None = None
+    mmr_lambda: float = MMR_LAMBDA
+    mmr_depth: Annotated[int, Field(ge=1)] = MMR_DEPTH
     description: str = ""
     scorer: str = DEFAULT_SCORER
     kinds: list[str] | None = None
@@ -252,6 +258,9 @@ def _from_data(data: Any, base: Path) -> Wire:
                 feedback=p.feedback,
                 feedback_depth=p.feedback_depth,
                 distinct_bodies=p.distinct_bodies,
+                diversity=p.diversity,
+                mmr_lambda=p.mmr_lambda,
+                mmr_depth=p.mmr_depth,
             )
             preset = Preset(
                 name=name,
@@ -299,6 +308,8 @@ def _from_data(data: Any, base: Path) -> Wire:
                     scorer=stage.memory.scorer,
                     projection=stage.memory.projection,
                     second_pass=stage.memory.second_pass,
+                    diversity=stage.memory.diversity,
+                    mmr_lambda=stage.memory.mmr_lambda,
                 )
             )
         except InvalidArgument as exc:

@@ -307,6 +307,9 @@ def run_memory_query(
     }
     if declared and declared.second_pass is not None:  # only then: older artifacts unchanged
         resolved["second_pass"] = declared.second_pass
+    if declared and declared.diversity is not None:  # likewise
+        resolved["diversity"] = declared.diversity
+        resolved["mmr_lambda"] = spec.mmr_lambda
     header = {"preset": preset, "direction": spec.direction, "scope": spec.scope}
     if projection is not None:
         header["projection"] = projection

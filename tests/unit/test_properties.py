@@ -138,6 +138,9 @@ def specs(draw):
         feedback=draw(st.sampled_from([0.0, 0.0, 0.5, 1.0])),
         feedback_depth=draw(st.integers(1, 3)),
         distinct_bodies=draw(st.booleans()),
+        diversity=draw(st.sampled_from([None, None, "mmr"])),
+        mmr_lambda=draw(st.sampled_from([0.9, 0.5, 0.1, 1.0])),
+        mmr_depth=draw(st.integers(1, 8)),
     )
 
 
@@ -322,3 +325,11 @@ def test_engines_agree_on_larger_random_dags(seed, direction):
     assert rows(query_vectorised(snap, origin, spec, query)) == rows(
         query_reference(snap, origin, spec, query)
     )
+    # and the opt-in diversity stage (Topological(diversity="mmr")), with and without a limit
+    for limit in (None, rng.choice([1, 3, 10])):
+        spec = dataclasses.replace(
+            spec, diversity="mmr", mmr_lambda=rng.choice([0.9, 0.5]), limit=limit
+        )
+        assert rows(query_vectorised(snap, origin, spec, query)) == rows(
+            query_reference(snap, origin, spec, query)
+        )
