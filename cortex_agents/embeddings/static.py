@@ -43,9 +43,13 @@ DEFAULT_CONFIG: Final = "l2_supercat"
 DEFAULT_DIM: Final = 256
 _INSTALL: Final = "pip install wordllama"
 _LOADING: Final = threading.Lock()
+MODELS_KEPT: Final = 2
+"""WordLlama models kept loaded per process (least recently used out)."""
 
 
-@functools.cache
+# Bounded although only installed weights files are cached (a miss raises, and raising is not
+# cached): `config` is not checked against a closed set, so `./l2_supercat` is another key for the same file.
+@functools.lru_cache(maxsize=16)
 def _installed(config: str, dim: int) -> tuple[Path, str]:
     """The installed package's folder and the model id, without importing the package.
 
@@ -65,7 +69,7 @@ def _installed(config: str, dim: int) -> tuple[Path, str]:
     return folder, f"wordllama-{config}-{dim}-{version}"
 
 
-@functools.cache
+@functools.lru_cache(maxsize=MODELS_KEPT)  # bounded: see _installed; an evicted model loads again
 def _model(config: str, dim: int) -> Any:
     # importing wordllama calls logging.basicConfig(level=INFO): the application's root
     # logger (and its stderr: vcrpy and httpx at INFO) is put back as it was

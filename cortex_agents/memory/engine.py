@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -83,28 +82,32 @@ _RELATIONS: Final[dict[str, tuple[str, ...]]] = {
 class _Recent(OrderedDict[K, V]):
     """A memo table keeping its :data:`MEMO_ENTRIES` most recently used entries.
 
-    Safe to share between threads as the memo is: an entry another thread
-    evicts is simply computed again.
+    Every read and write takes the table's own lock: a write, its move to
+    the end and the evictions it causes are one step, so a table shared by
+    the threads of a tool loop never holds more than its bound and never
+    evicts an entry twice. Values are computed outside the lock (they are
+    pure functions of the view): two threads that miss together both compute
+    it, and the later write wins with an equal value.
     """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lock = threading.Lock()
 
     def recent(self, key: K) -> V | None:
         """The entry under ``key`` (now the most recently used), else ``None``."""
-        try:
-            value = self[key]
-        except KeyError:
-            return None
-        with suppress(KeyError):  # evicted meanwhile: still the right value
-            self.move_to_end(key)
-        return value
+        with self.lock:
+            value = self.get(key)
+            if value is not None:
+                self.move_to_end(key)
+            return value
 
     def __setitem__(self, key: K, value: V) -> None:
-        super().__setitem__(key, value)
-        self.move_to_end(key)
-        while len(self) > MEMO_ENTRIES:
-            try:
+        with self.lock:
+            super().__setitem__(key, value)
+            self.move_to_end(key)
+            while len(self) > MEMO_ENTRIES:
                 self.popitem(last=False)
-            except KeyError:
-                break
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +181,7 @@ class QueryMemo:
         merged: ``(origin, direction, prior, alpha) -> (nodes, hops, graph axis)``.
         columns: The same key -> what the view holds of those candidates (:class:`_Columns`).
         influence_computations: How many influence solves ran (for tests and stats).
+        lock: Guards :attr:`influence_computations`; each table has a lock of its own.
     """
 
     walks: _Recent[tuple[int, str], _Walk] = field(default_factory=_Recent)

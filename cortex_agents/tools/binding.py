@@ -51,14 +51,16 @@ import contextlib
 import itertools
 import re
 import threading
+import weakref
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Annotated, Any, Final, Literal
 
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langchain_core.tools.base import ArgsSchema
 from langgraph.prebuilt import ToolRuntime
+from langgraph.store.base import BaseStore
 from langgraph.types import Command
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
@@ -69,6 +71,7 @@ from cortex_agents.persistence.wrap import require_substrate_saver
 from cortex_agents.runtime.clock import Clock, utc_clock
 from cortex_agents.runtime.context import StageContext
 from cortex_agents.runtime.stage import bind_context
+from cortex_agents.scratch.atomic import guard_for
 from cortex_agents.scratch.store import ScratchBackend, ScratchMemory
 from cortex_agents.substrate.events import (
     EdgeAdded,
@@ -144,6 +147,32 @@ class GraphBinding:
             )
 
 
+@dataclass(frozen=True, slots=True)
+class _KeptGuard:
+    """A store's write guard without the store: what a graph tool keeps per store.
+
+    The tool keeps these in a ``WeakKeyDictionary`` keyed by the store (as
+    :mod:`cortex_agents.persistence.wrap` keeps one substrate store per
+    ``InMemorySaver``), so an entry goes with its store. A value that held the
+    store — a ``ScratchBackend``, or the guard itself — would keep its own key
+    alive for the tool's life; this holds only the guard's other fields (the
+    lock of a ``ProcessLockGuard``, the lock file of a ``SqliteFileGuard``).
+    """
+
+    kind: type[Any]
+    rest: tuple[tuple[str, Any], ...]
+
+    @classmethod
+    def of(cls, guard: Any) -> _KeptGuard:
+        """What ``guard`` (one :func:`~cortex_agents.scratch.atomic.guard_for` built) holds besides its store."""
+        rest = tuple((f.name, getattr(guard, f.name)) for f in fields(guard) if f.name != "store")
+        return cls(type(guard), rest)
+
+    def backend(self, store: BaseStore) -> ScratchBackend:
+        """A backend on ``store`` whose guard shares this one's lock (guards are equal then)."""
+        return ScratchBackend(store, self.kind(store=store, **dict(self.rest)))
+
+
 class _Unavailable(CortexError):
     """The graph gives the tool nothing to bind (no substrate key)."""
 
@@ -207,7 +236,10 @@ class GraphBoundTool(BaseTool):
     # Arguments LangGraph itself cannot take (e.g. a key made of lone surrogates) are a tool
     # error the model reads, like every other bad argument, never an exception out of the loop.
     handle_validation_error: Any = _invalid_arguments
-    _backends: dict[int, tuple[Any, ScratchBackend | None]] = PrivateAttr(default_factory=dict)
+    # one write guard per store while the store lives (None: a store scratch cannot guard)
+    _guards: weakref.WeakKeyDictionary[BaseStore, _KeptGuard | None] = PrivateAttr(
+        default_factory=weakref.WeakKeyDictionary
+    )
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     @property
@@ -273,18 +305,18 @@ class GraphBoundTool(BaseTool):
     def _scratch(self, store: Any, agent: str, thread_id: str) -> ScratchMemory | None:
         if store is None:
             return None
-        with self._lock:  # one backend (one write guard) per store, shared by every call
-            held = self._backends.get(id(store))
-            if held is None or held[0] is not store:
+        with self._lock:  # one write guard per store, shared by every call
+            if store in self._guards:
+                kept = self._guards[store]
+            else:
                 try:
-                    backend: ScratchBackend | None = ScratchBackend.for_store(store)
+                    kept = _KeptGuard.of(guard_for(store))
                 except InvalidArgument:
-                    backend = None
-                held = (store, backend)
-                self._backends[id(store)] = held
-        backend = held[1]
-        if backend is None:
+                    kept = None
+                self._guards[store] = kept
+        if kept is None:
             return None
+        backend = kept.backend(store)
         per_thread = self.binding.scratch == "per_thread"
         return backend.bind(
             agent, scope=self.binding.scratch, thread_id=thread_id if per_thread else None

@@ -59,6 +59,8 @@ def _seed(name: str) -> None:
     partial.replace(target)  # atomic: concurrent processes never see half a file
 
 
+# Unbounded on purpose: the key space is finite. A name outside `_URLS` raises before anything
+# is cached (exceptions are not), so at most the two encodings, each by position or by keyword.
 @cache
 def encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
     """The tiktoken encoding ``name`` (``o200k_base`` or ``cl100k_base``), loaded offline.
