@@ -20,8 +20,8 @@ from langgraph.store.memory import InMemoryStore
 from cortex_agents.memory.engine import MEMO_ENTRIES, QueryMemo
 from cortex_agents.persistence import wrap
 from cortex_agents.scratch.atomic import ProcessLockGuard
-from cortex_agents.scratch.tool import make_memory_tool
 from cortex_agents.tools.binding import bind_to_graph
+from cortex_agents.tools.scratch_tool import make_memory_tool
 
 PACKAGE = Path(__file__).resolve().parents[2] / "cortex_agents"
 
