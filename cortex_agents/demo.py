@@ -365,7 +365,7 @@ def run_recorded(
     """Replay a scenario from its cassette, network blocked, into ``saver``.
 
     Raises:
-        FileNotFoundError: the scenario has no cassette.
+        MissingCassette: the scenario has no cassette (a ``FileNotFoundError``).
     """
     folder = folder or bundled_path("cassettes")
     settings = recorded_model(scenario, folder)

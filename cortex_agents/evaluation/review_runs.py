@@ -27,7 +27,7 @@ from typing import Any, Final
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from cortex_agents.demo import RecordedModel
-from cortex_agents.errors import InvalidArgument, StaleCassette
+from cortex_agents.errors import InvalidArgument, RunFailed, StaleCassette
 from cortex_agents.evaluation.review_arms import ARMS, Arm, ReviewRun, run_case, run_review
 from cortex_agents.evaluation.review_score import CaseScore, score_arm, score_review
 from cortex_agents.evaluation.reviews import FLAW_KINDS, ReviewCase
@@ -339,7 +339,7 @@ def record_split(
             with record(path):
                 run = run_review(case, arm, settings, api_key)
                 if run.failures and not _server_refused(run):  # keeps the cassette unwritten
-                    raise RuntimeError(f"{case.id}/{arm}: the run failed: {run.failures}")
+                    raise RunFailed(f"{case.id}/{arm}", run.failures)
             if check is not None:
                 try:
                     check(path)

@@ -39,6 +39,8 @@ import random
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from cortex_agents.errors import UnknownCase
+
 __all__ = [
     "ANALYSTS",
     "CONTROLS",
@@ -152,12 +154,15 @@ class ReviewCase:
         """The branch of an analyst id or routing key.
 
         Raises:
-            KeyError: no branch has it.
+            UnknownCase: no branch has it (a ``KeyError``).
         """
         for branch in self.branches:
             if analyst_or_ref in (branch.analyst, branch.claim_ref):
                 return branch
-        raise KeyError(analyst_or_ref)
+        keys = ", ".join(repr(k) for b in self.branches for k in (b.analyst, b.claim_ref))
+        raise UnknownCase(
+            "analyst_or_ref", analyst_or_ref, f"case {self.id!r}'s branches are {keys}"
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The case as JSON (what a run's input carries)."""
@@ -196,6 +201,12 @@ def _digest(case_id: str) -> bytes:
     return hashlib.sha256(case_id.encode("utf-8")).digest()
 
 
+_ID_RULE: Final = (
+    f"ids are `<kind>-NN` with NN from 01 to {PER_KIND:02d}, kinds {', '.join(FLAW_KINDS)}; "
+    f"or `control-NN` with NN from 01 to {CONTROLS:02d}"
+)
+
+
 def _ids(group: str) -> list[str]:
     """The ids of one group: a flaw kind's cases, or the controls."""
     count = CONTROLS if group == "control" else PER_KIND
@@ -208,12 +219,12 @@ def split_of(case_id: str) -> Split:
     out, and stable across runs and machines.
 
     Raises:
-        KeyError: not an id of the set.
+        UnknownCase: not an id of the set (a ``KeyError``).
     """
     group = case_id.rsplit("-", 1)[0]
     members = _ids(group)
     if case_id not in members:
-        raise KeyError(case_id)
+        raise UnknownCase("case_id", case_id, _ID_RULE)
     return "heldout" if case_id in sorted(members, key=_digest)[:HELDOUT_PER_GROUP] else "dev"
 
 

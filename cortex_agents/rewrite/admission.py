@@ -30,28 +30,16 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from cortex_agents.errors import CortexError
+from cortex_agents.errors import Rejection
 from cortex_agents.rewrite.algebra import RewriteDiff, global_id, plan_diff
 from cortex_agents.rewrite.budget import exceeded, local_shape, remaining, subtract
 from cortex_agents.rewrite.policy import RewritePolicy
 from cortex_agents.rewrite.spec import ProposalInvalid, RewriteProposal, parse_proposal
 from cortex_agents.substrate.bounds import MAX_ID_CHARS
-from cortex_agents.substrate.records import NodeId, RejectionCode, RewriteFact
+from cortex_agents.substrate.records import NodeId, RewriteFact
 from cortex_agents.substrate.state import GraphState
 
 __all__ = ["Rejection", "admit", "recorded_proposal", "refuse", "static_cost"]
-
-
-class Rejection(CortexError):
-    """A failed admission check (internal: :func:`admit` turns it into a rejected fact)."""
-
-    code: RejectionCode
-
-    def __init__(self, code: RejectionCode, check: str, message: str) -> None:
-        self.code = code
-        self.check = check
-        self.message = message
-        super().__init__(f"{check}: {message}")
 
 
 def static_cost(proposal: RewriteProposal, diff: RewriteDiff) -> dict[str, int]:

@@ -34,6 +34,8 @@ import json
 import math
 from typing import Any, Final
 
+from cortex_agents.errors import InvalidOutput
+
 __all__ = ["MAX_PACKED_DEPTH", "hold", "release", "released_copy"]
 
 MAX_PACKED_DEPTH: Final = 128
@@ -44,7 +46,9 @@ _SCALARS: Final = (str, int, bool, type(None))
 
 
 def _refuse(value: Any) -> Any:
-    raise TypeError(f"not JSON: {type(value).__name__}")  # (never reached: values are walked first)
+    # json's encoder asks its `default` for a TypeError; InvalidOutput is one (never reached:
+    # values are walked first)
+    raise InvalidOutput(f"a {type(value).__name__} has no JSON form")
 
 
 def _encoder() -> Any:

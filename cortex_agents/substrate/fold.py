@@ -24,7 +24,7 @@ from typing import Any, Final
 
 from immutables import MapMutation
 
-from cortex_agents.errors import InvalidEvent
+from cortex_agents.errors import InvalidArgument, InvalidEvent
 from cortex_agents.substrate.adjacency import DraftLinks
 from cortex_agents.substrate.compact import hold
 from cortex_agents.substrate.events import (
@@ -395,7 +395,8 @@ def _changed(node: NodeRecord, **changes: Any) -> NodeRecord:
     tenth of folding a large import.
     """
     if not changes.keys() <= _NODE_FIELD_SET:  # what replace() would refuse
-        raise TypeError(f"not fields of NodeRecord: {sorted(changes.keys() - _NODE_FIELD_SET)}")
+        bad = sorted(changes.keys() - _NODE_FIELD_SET)
+        raise InvalidArgument("changes", f"must name fields of NodeRecord {_NODE_FIELDS}", bad)
     out = object.__new__(NodeRecord)
     for name in _NODE_FIELDS:
         object.__setattr__(out, name, changes[name] if name in changes else getattr(node, name))

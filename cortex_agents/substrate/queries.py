@@ -76,7 +76,7 @@ def _settled(state: GraphState, kind: str | None) -> list[NodeRecord]:
 def _completed_at(node: NodeRecord) -> datetime:
     """A settled node's completion time (the fold sets it with the settled status)."""
     if node.completed_at is None:  # pragma: no cover  (a settled node always has one)
-        raise ValueError(f"node {node.id!r} is settled without a completion time")
+        raise InvalidArgument(f"nodes[{node.id!r}].completed_at", "must be set on a settled node")
     return node.completed_at
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final, Literal, NewType, get_args
 
+from cortex_agents.errors import RejectionCode
 from cortex_agents.substrate.compact import hold, release, released_copy
 
 __all__ = [
@@ -44,13 +45,8 @@ SETTLED: Final = "completed"
 
 Decision = Literal["admitted", "rejected"]
 
-RejectionCode = Literal[
-    "invalid_rewrite",
-    "vocabulary_violation",
-    "cycle_introduced",
-    "rewrite_budget_exceeded",
-    "policy_rejected",
-]
+# RejectionCode is defined beside the Rejection error that carries it (errors.py, the
+# bottom layer); this module re-exports it, where the facts that record it live.
 REJECTION_CODES: Final[tuple[str, ...]] = get_args(RejectionCode)
 
 

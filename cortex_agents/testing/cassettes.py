@@ -30,7 +30,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 
-from cortex_agents.errors import InvalidArgument
+from cortex_agents.errors import InvalidArgument, MissingCassette
 from cortex_agents.testing.network import network_blocked
 
 if TYPE_CHECKING:
@@ -135,11 +135,11 @@ def replay(
         allowed_hosts: Hosts still reachable while the network is blocked.
 
     Raises:
-        FileNotFoundError: There is no cassette at ``path``.
+        MissingCassette: There is no cassette at ``path`` (a ``FileNotFoundError``).
     """
     cassette_path = Path(path)
     if not cassette_path.is_file():
-        raise FileNotFoundError(f"no cassette at {cassette_path}; record it first")
+        raise MissingCassette(str(cassette_path))
     guard = network_blocked(allowed_hosts) if block_network else nullcontext()
     player = cassette_vcr(config).use_cassette(str(cassette_path), record_mode="none")
     with guard, player as cassette:

@@ -39,16 +39,12 @@ from typing import Any, Final
 
 import pytest
 
-from cortex_agents.errors import CortexError
+from cortex_agents.errors import CassetteDiscarded
 
 __all__ = ["default_cassette_name", "vcr", "vcr_cassette_dir", "vcr_config"]
 
 _FAILED: Final = pytest.StashKey[bool]()
 _FORBIDDEN_IN_NAMES: Final = "<>?%*:|\"'/\\"
-
-
-class _TestFailed(CortexError):
-    """Thrown into a cassette's context when its test failed, so nothing is saved."""
 
 
 @pytest.hookimpl(wrapper=True)
@@ -144,8 +140,8 @@ def vcr(
         yield cassette
     finally:
         if request.node.stash.get(_FAILED, False):
-            failure = _TestFailed(f"{nodeid} failed; its cassette is left as it was")
-            stack.__exit__(_TestFailed, failure, None)
+            failure = CassetteDiscarded(f"{nodeid} failed; its cassette is left as it was")
+            stack.__exit__(CassetteDiscarded, failure, None)
         else:
             stack.close()
 

