@@ -22,7 +22,7 @@ from cortex_agents.memory.extract import (
     peel_envelope,
     projection_extractor,
 )
-from cortex_agents.memory.handle import MemoryHandle
+from cortex_agents.memory.handle import HasMemory, MemoryHandle, RankedRequest
 from cortex_agents.memory.influence import DEFAULT_ALPHA, canonical_order, dag_random_walk_influence
 from cortex_agents.memory.lexical import BM25, lexical_tokens
 from cortex_agents.memory.match import Match, Ranking
@@ -77,6 +77,7 @@ __all__ = [
     "ExtractedFields",
     "Extractor",
     "GraphPrior",
+    "HasMemory",
     "InMemoryEmbeddingCache",
     "Match",
     "MemoryHandle",
@@ -86,6 +87,7 @@ __all__ = [
     "PresetRegistry",
     "Query",
     "QueryMemo",
+    "RankedRequest",
     "Ranking",
     "Scope",
     "ScorerEntry",

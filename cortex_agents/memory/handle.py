@@ -1,16 +1,70 @@
-"""The memory handle: a stage's bound, memoised view of its snapshot."""
+"""The memory handle: a stage's bound, memoised view of its snapshot.
+
+Also the seam a tool reads memory through: :class:`HasMemory` is any context
+that carries a handle (a stage's ``StageContext``, or a hand-built one), and
+:meth:`MemoryHandle.rank_request` answers a caller's request — a tool call's
+arguments, every one optional — in one call, resolved against the stage's
+declared strategy.
+"""
 
 from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 from cortex_agents.errors import InvalidArgument
 from cortex_agents.memory.engine import QueryMemo, rank_vectorised
 from cortex_agents.memory.match import Match, Ranking
 from cortex_agents.memory.presets import BUILTIN_PRESETS, PresetRegistry
 from cortex_agents.memory.snapshot import MemorySnapshot
-from cortex_agents.memory.spec import Query, WalkSpec
-from cortex_agents.memory.strategy import Classic, MemoryStrategy, Topological
+from cortex_agents.memory.spec import Direction, Query, Scope, WalkSpec
+from cortex_agents.memory.strategy import Classic, MemoryStrategy, Topological, declared_preset
 
-__all__ = ["MemoryHandle"]
+__all__ = ["HasMemory", "MemoryHandle", "RankedRequest"]
+
+
+@runtime_checkable
+class HasMemory(Protocol):
+    """A context that carries a stage's memory handle, as ``memory``.
+
+    A stage's :class:`~cortex_agents.runtime.StageContext` is one; so is any
+    object with a ``memory`` attribute (a test's or a script's own context).
+    Runtime-checkable: ``isinstance(context, HasMemory)`` asks only whether
+    ``context`` has a ``memory`` attribute, as a tool checks its
+    ``ToolRuntime.context``.
+    """
+
+    @property
+    def memory(self) -> MemoryHandle:
+        """The handle over the snapshot bound at stage entry."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RankedRequest:
+    """A request ranked by :meth:`MemoryHandle.rank_request`, and what it resolved to.
+
+    Attributes:
+        ranking: The first ``spec.limit`` matches and the number of candidates.
+        spec: The walk spec that ran (the preset's, the stage's opt-in passes, the request's
+            overrides).
+        preset: The preset the request ran (its own, else the stage's declared one).
+        projection: The stage's declared projection, if any (each match carries it).
+        resolved: Every resolved argument, in a fixed order, enough to recompute the
+            ranking from the snapshot: ``preset``, ``direction``, ``scope``,
+            ``routing_key``, ``query_text``, ``max_graph_distance``, ``limit``,
+            ``scorer``, ``projection``, the caller's ``extra`` entries, then
+            ``second_pass`` and ``diversity`` / ``mmr_lambda`` only when the
+            stage opts in (so results without them keep their keys).
+    """
+
+    ranking: Ranking
+    spec: WalkSpec
+    preset: str
+    projection: str | None
+    resolved: dict[str, Any]
 
 
 class MemoryHandle:
@@ -105,6 +159,85 @@ class MemoryHandle:
             routing_key=routing_key,
             scorer=declared.scorer if declared else None,
             projection=declared.projection if declared else None,
+        )
+
+    def rank_request(
+        self,
+        *,
+        max_limit: int,
+        preset: str | None = None,
+        direction: Direction | None = None,
+        routing_key: str | None = None,
+        query_text: str | None = None,
+        max_graph_distance: int | None = None,
+        limit: int | None = None,
+        scope: Scope = "settled_only",
+        extra: Mapping[str, Any] | None = None,
+    ) -> RankedRequest:
+        """Resolve a request against this stage's strategy, rank it, and say what it resolved to.
+
+        What a tool call runs, in one call: the request's preset, else the
+        stage's declared one (``default`` for a classic stage); that preset's
+        walk spec with the stage's declared second pass and diversity switched
+        on; the request's ``direction``, ``scope``, ``max_graph_distance`` and
+        ``limit`` over it (the limit: the request's, else the preset's, else
+        ``max_limit``, never more than ``max_limit``); the query of
+        :meth:`query_for` (the stage's declared scorer and projection win over
+        the preset's). A routing key is never inherited from the stage, so a
+        caller can broaden the filter.
+
+        Args:
+            max_limit: The most matches one request materialises.
+            preset: The preset to run; ``None``: the stage's declared one.
+            direction: Overrides the preset's direction.
+            routing_key: Keep only matches with this routing key (never the stage's).
+            query_text: Words to match against each match's text.
+            max_graph_distance: Overrides the preset's ``max_distance``.
+            limit: Overrides the preset's limit (still at most ``max_limit``).
+            scope: ``settled_only``, or ``debug_all_statuses`` for developers.
+            extra: Entries the caller records with the resolved arguments (a
+                tool's token budget), placed after ``projection``.
+
+        Raises:
+            UnknownPreset: no such preset.
+            InvalidArgument: an override breaks a rule of :class:`WalkSpec`.
+            UnknownScorer, ScorerUnavailable: the scorer is not registered or cannot load.
+            UnknownProjection: the declared projection is not registered.
+            UnknownNode: the handle's origin is not in the snapshot.
+        """
+        name = preset or declared_preset(self.strategy)
+        declared = self.strategy if isinstance(self.strategy, Topological) else None
+        spec = self.presets.spec(name)
+        spec = declared.passes(spec) if declared else spec  # its second pass, when it opts in
+        overrides: dict[str, Any] = {
+            "direction": direction,
+            "scope": scope,
+            "max_distance": max_graph_distance,
+            "limit": min(limit or spec.limit or max_limit, max_limit),
+        }
+        spec = dataclasses.replace(spec, **{k: v for k, v in overrides.items() if v is not None})
+        query = self.query_for(name, text=query_text, routing_key=routing_key)
+        ranking = self.rank(spec, query)
+        projection = declared.projection if declared else None
+        resolved: dict[str, Any] = {
+            "preset": name,
+            "direction": spec.direction,
+            "scope": spec.scope,
+            "routing_key": routing_key,
+            "query_text": query_text,
+            "max_graph_distance": spec.max_distance,
+            "limit": spec.limit,
+            "scorer": (declared.scorer if declared else None) or self.presets.resolve(name).scorer,
+            "projection": projection,
+            **(extra or {}),
+        }
+        if declared and declared.second_pass is not None:  # only then: older results unchanged
+            resolved["second_pass"] = declared.second_pass
+        if declared and declared.diversity is not None:  # likewise
+            resolved["diversity"] = declared.diversity
+            resolved["mmr_lambda"] = spec.mmr_lambda
+        return RankedRequest(
+            ranking=ranking, spec=spec, preset=name, projection=projection, resolved=resolved
         )
 
     @property

@@ -21,7 +21,7 @@ decided on its own under ``<key>~2``, ``<key>~3``, ...
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from cortex_agents.rewrite.admission import Rejection, admit, recorded_proposal, refuse
 from cortex_agents.rewrite.budget import remaining
@@ -33,7 +33,22 @@ from cortex_agents.substrate.fold import fold
 from cortex_agents.substrate.records import NodeId, RewriteFact
 from cortex_agents.substrate.state import GraphState
 
-__all__ = ["RewriteSession"]
+__all__ = ["HasRewrites", "RewriteSession"]
+
+
+@runtime_checkable
+class HasRewrites(Protocol):
+    """A context that may carry a stage's rewrite session, as ``rewrites``.
+
+    A stage's :class:`~cortex_agents.runtime.StageContext` is one (``None``
+    unless its wire declaration makes it rewrite-capable); the
+    ``propose_rewrite`` tool reads its session through it.
+    """
+
+    @property
+    def rewrites(self) -> RewriteSession | None:
+        """The stage's rewrite session, or ``None`` when it cannot propose rewrites."""
+        ...
 
 
 class RewriteSession:

@@ -274,8 +274,13 @@ class GraphBoundTool(BaseTool):
         )
 
     def _delegate(
-        self, arguments: dict[str, Any], runtime: ToolRuntime[Any, Any], context: Any, call_id: str
+        self,
+        arguments: dict[str, Any],
+        runtime: ToolRuntime[Any, Any],
+        context: object,
+        call_id: str,
     ) -> ToolMessage:
+        # `context` is handed on untouched: the wrapped tool checks the part it reads
         inner_runtime: ToolRuntime[Any, Any] = ToolRuntime(
             state={},
             context=context,
@@ -395,7 +400,7 @@ def _hold(frontier: SubstrateLog, rest: list[Event]) -> None:
         frontier.appended(rest)
 
 
-def _is_stage_context(context: Any) -> bool:
+def _is_stage_context(context: object) -> bool:
     """A cortex stage's context (or a hand-built one): it carries the memory or scratch itself."""
     if context is None:
         return False

@@ -21,10 +21,10 @@ summarised like any other tool.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from cortex_agents.substrate.events import ToolCallMade, event_to_dict
 from cortex_agents.substrate.records import NodeId
@@ -35,6 +35,7 @@ __all__ = [
     "MAX_EVENT_BYTES",
     "MEMORY_QUERY_TOOL",
     "MEMORY_RESULTS",
+    "JournalContext",
     "call_summary",
     "tool_call_event",
 ]
@@ -58,6 +59,25 @@ _SCORES: Final = (
     "semantic",
     "routing_key",
 )
+
+
+class JournalContext(Protocol):
+    """What a tool loop journals a call under: the calling stage's id and its clock.
+
+    A stage's :class:`~cortex_agents.runtime.StageContext` is one. The loop
+    also hands the context to every tool (as ``ToolRuntime.context``); each
+    tool checks the part it reads (``memory``, ``rewrites``, ``scratch``).
+    """
+
+    @property
+    def stage_id(self) -> str:
+        """The node id the calls are journaled under."""
+        ...
+
+    @property
+    def clock(self) -> Callable[[], datetime]:
+        """The stage's clock (the time of each ``tool_call_made``)."""
+        ...
 
 
 def _size(value: Any) -> int:

@@ -26,7 +26,7 @@ from langgraph.prebuilt import ToolRuntime
 
 from cortex_agents.errors import InvalidArgument
 from cortex_agents.substrate.events import ToolCallMade
-from cortex_agents.tools.journal import call_summary, tool_call_event
+from cortex_agents.tools.journal import JournalContext, call_summary, tool_call_event
 from cortex_agents.tools.results import MAX_DEPTH, deeper_than, safe_repr, tool_error
 
 __all__ = ["LoopModel", "ToolCall", "ToolLoopResult", "ToolPolicy", "run_tool_loop"]
@@ -163,7 +163,7 @@ def _resent(answer: AIMessage, how: str) -> AIMessage:
 def execute_call(
     call: Mapping[str, Any],
     catalog: dict[str, BaseTool],
-    context: Any,
+    context: JournalContext | None,
     config: RunnableConfig | None = None,
 ) -> tuple[ToolMessage, ToolCall]:
     """Run one call from the model, or refuse it when its tool is not in the catalog."""
@@ -230,7 +230,7 @@ def run_tool_loop(
     messages: Sequence[BaseMessage],
     *,
     tools: Sequence[BaseTool],
-    context: Any,
+    context: JournalContext | None,
     policy: ToolPolicy | None = None,
     journal: Callable[[ToolCallMade], None] | None = None,
     prepare: Callable[[list[BaseMessage]], list[BaseMessage]] | None = None,

@@ -34,7 +34,6 @@ never from arguments. In a plain LangGraph graph (``ToolNode``,
 
 from __future__ import annotations
 
-import dataclasses
 import html
 import json
 from collections.abc import Sequence
@@ -51,10 +50,10 @@ from cortex_agents.errors import (
     UnknownPreset,
     UnknownScorer,
 )
+from cortex_agents.memory.handle import HasMemory
 from cortex_agents.memory.match import Match
 from cortex_agents.memory.presets import BUILTIN_PRESETS, PresetRegistry
 from cortex_agents.memory.spec import Scope
-from cortex_agents.memory.strategy import Topological, declared_preset
 from cortex_agents.tools.binding import GraphBinding, bind_to_graph
 from cortex_agents.tools.delimit import escape_text
 from cortex_agents.tools.journal import MEMORY_QUERY_TOOL, MEMORY_RESULTS
@@ -247,22 +246,23 @@ def _capped(artifact: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_memory_query(
-    context: Any,
+    context: HasMemory,
     args: MemoryQueryArgs,
     *,
     budget: int = DEFAULT_TOKEN_BUDGET,
     scope: Scope = "settled_only",
 ) -> tuple[str, dict[str, Any]]:
-    """Resolve ``args`` against the stage's handle (``context.memory``) and run the query.
+    """Run ``args`` on the stage's handle (``context.memory``) and render the answer.
 
-    Only the first ``limit`` matches of the ranking are materialised: the
-    call's limit, else the preset's, else :data:`MAX_RESULTS` (never more).
-    ``scope`` is for developers (``debug_all_statuses`` also ranks running,
-    pending and failed nodes); a model cannot set it.
-
-    The preset gives the walk (direction, weights, ...) and the query side
-    (its semantic scorer and kind filters, through ``MemoryHandle.query_for``);
-    the call's arguments override them.
+    The handle resolves and ranks the request in one call
+    (:meth:`~cortex_agents.memory.MemoryHandle.rank_request`): the preset
+    gives the walk (direction, weights, ...) and the query side (its
+    semantic scorer and kind filters), the stage's declared strategy its
+    opt-in passes, and the call's arguments override them. Only the first
+    ``limit`` matches of the ranking are materialised: the call's limit, else
+    the preset's, else :data:`MAX_RESULTS` (never more). ``scope`` is for
+    developers (``debug_all_statuses`` also ranks running, pending and failed
+    nodes); a model cannot set it.
 
     Returns:
         The text for the model and the artifact: ``{"tool", "query", "total",
@@ -276,47 +276,25 @@ def run_memory_query(
         UnknownPreset, InvalidArgument: the model's arguments break a rule.
         UnknownScorer, ScorerUnavailable: the preset's scorer cannot be used.
     """
-    handle = context.memory
-    preset = args.preset or declared_preset(handle.strategy)
-    declared = handle.strategy if isinstance(handle.strategy, Topological) else None
-    spec = handle.presets.spec(preset)
-    spec = declared.passes(spec) if declared else spec  # its second pass, when it opts in
-    limit = min(args.limit or spec.limit or MAX_RESULTS, MAX_RESULTS)
-    overrides = {
-        "direction": args.direction,
-        "scope": scope,
-        "max_distance": args.max_graph_distance,
-        "limit": limit,
-    }
-    spec = dataclasses.replace(spec, **{k: v for k, v in overrides.items() if v is not None})
-    query = handle.query_for(preset, text=args.query_text, routing_key=args.routing_key)
-    ranking = handle.rank(spec, query)
-    override = declared.scorer if declared else None
-    projection = declared.projection if declared else None
-    resolved = {
-        "preset": preset,
-        "direction": spec.direction,
-        "scope": spec.scope,
-        "routing_key": args.routing_key,
-        "query_text": args.query_text,
-        "max_graph_distance": spec.max_distance,
-        "limit": spec.limit,
-        "scorer": override or handle.presets.resolve(preset).scorer,
-        "projection": projection,
-        "token_budget": budget,
-    }
-    if declared and declared.second_pass is not None:  # only then: older artifacts unchanged
-        resolved["second_pass"] = declared.second_pass
-    if declared and declared.diversity is not None:  # likewise
-        resolved["diversity"] = declared.diversity
-        resolved["mmr_lambda"] = spec.mmr_lambda
-    header = {"preset": preset, "direction": spec.direction, "scope": spec.scope}
+    ranked = context.memory.rank_request(
+        max_limit=MAX_RESULTS,
+        preset=args.preset,
+        direction=args.direction,
+        routing_key=args.routing_key,
+        query_text=args.query_text,
+        max_graph_distance=args.max_graph_distance,
+        limit=args.limit,
+        scope=scope,
+        extra={"token_budget": budget},
+    )
+    ranking, spec, projection = ranked.ranking, ranked.spec, ranked.projection
+    header = {"preset": ranked.preset, "direction": spec.direction, "scope": spec.scope}
     if projection is not None:
         header["projection"] = projection
     text, bodies = _render(ranking.matches, header, ranking.total, budget, args.query_text)
     artifact = {
         "tool": MEMORY_RESULTS,
-        "query": resolved,
+        "query": ranked.resolved,
         "total": ranking.total,
         "shown": len(bodies),
         "matches": [
@@ -381,12 +359,16 @@ def _memory_query_tool(
         runtime: ToolRuntime[Any, Any], **kwargs: Any
     ) -> tuple[str, dict[str, Any]]:
         context = getattr(runtime, "context", None)
-        if context is None or not hasattr(context, "memory"):
+        if not isinstance(context, HasMemory):
             raise ToolException(
                 error_content("memory_unavailable", "this stage has no memory handle")
             )
+        # `_Input` (strict, the schema the model is shown) has checked every argument, and its
+        # failures are the model's readable `invalid_argument` result: build the model's arguments
+        # from those checked values, without validating them a second time.
+        args = MemoryQueryArgs.model_construct(**kwargs)
         try:
-            return run_memory_query(context, MemoryQueryArgs(**kwargs), budget=budget)
+            return run_memory_query(context, args, budget=budget)
         except (UnknownPreset, UnknownScorer, ScorerUnavailable) as exc:
             raise ToolException(error_content(exc.code, f"`preset`: {exc}")) from None
         except (InvalidArgument, UnknownNode) as exc:

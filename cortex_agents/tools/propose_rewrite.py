@@ -33,7 +33,9 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langgraph.prebuilt import ToolRuntime
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from cortex_agents.errors import InvalidArgument
 from cortex_agents.rewrite.spec import LocalNode, RewriteProposal, SubgraphSpec
+from cortex_agents.runtime.rewrites import HasRewrites, RewriteSession
 from cortex_agents.substrate.records import RewriteFact
 from cortex_agents.tools.results import error_content, json_safe, validation_message
 
@@ -151,7 +153,7 @@ def args_to_proposal(args: ProposeRewriteArgs) -> dict[str, Any]:
     return proposal.to_dict()
 
 
-def decision_content(fact: RewriteFact, session: Any) -> tuple[str, bool]:
+def decision_content(fact: RewriteFact, session: RewriteSession) -> tuple[str, bool]:
     """What the model reads of a decision, and whether it is an error result."""
     common = {
         "budget_remaining": session.budget_remaining,
@@ -217,14 +219,21 @@ def _shown_schema(anchors: list[str], kinds: list[str], operations: list[str]) -
     return schema
 
 
-def make_propose_rewrite_tool(context: Any) -> BaseTool:
+def make_propose_rewrite_tool(context: HasRewrites) -> BaseTool:
     """The ``propose_rewrite`` tool of a rewrite-capable stage (``context.rewrites`` set).
 
     The schema shown to the model is computed from the stage's session: the
     anchors it may use (itself, then its pending descendants), the registered
     kinds and the operations its policy allows.
+
+    Raises:
+        InvalidArgument: ``context.rewrites`` is ``None`` (the stage is not rewrite-capable).
     """
     session = context.rewrites
+    if session is None:
+        raise InvalidArgument(
+            "context.rewrites", "must be a rewrite session: the stage is not rewrite-capable", None
+        )
     forms = session.policy.forms
     operations = [
         op
@@ -236,7 +245,8 @@ def make_propose_rewrite_tool(context: Any) -> BaseTool:
     ]
 
     def propose_rewrite(runtime: ToolRuntime[Any, Any], **kwargs: Any) -> str:
-        active = getattr(getattr(runtime, "context", None), "rewrites", None)
+        context = getattr(runtime, "context", None)
+        active = context.rewrites if isinstance(context, HasRewrites) else None
         if active is None:  # the catalog gate makes this unreachable; refuse anyway
             raise ToolException(
                 error_content("rewrite_unavailable", "this stage cannot propose rewrites")

@@ -249,3 +249,19 @@ def test_hostile_arguments_are_recorded_bounded_and_the_run_goes_on():
     for event in result.log:
         record = event_to_dict(event)
         assert serde.loads_typed(serde.dumps_typed(record)) == record
+
+
+def test_the_tool_is_only_built_for_a_context_with_a_rewrite_session():
+    from types import SimpleNamespace
+
+    import pytest
+
+    from cortex_agents.errors import InvalidArgument
+    from cortex_agents.runtime.rewrites import HasRewrites
+    from cortex_agents.tools import make_propose_rewrite_tool
+
+    context = SimpleNamespace(rewrites=None)  # a stage its wire does not make rewrite-capable
+    assert isinstance(context, HasRewrites) and not isinstance(SimpleNamespace(), HasRewrites)
+    with pytest.raises(InvalidArgument) as error:
+        make_propose_rewrite_tool(context)
+    assert error.value.field == "context.rewrites"

@@ -301,3 +301,82 @@ def test_a_call_without_a_limit_materialises_at_most_the_cap_and_says_how_many_e
         handle = MemoryHandle(snapshot, "me", presets=presets, strategy=Topological(preset="open"))
         query = invoke(make_memory_query_tool(presets), handle, {}).artifact["query"]
         assert query["limit"] == kept
+
+
+def test_the_tool_runs_one_handle_call_and_records_what_it_resolved_in_order(handle):
+    """``MemoryHandle.rank_request`` is the tool's whole query: same ranking, same resolved keys."""
+    from dataclasses import replace
+
+    from cortex_agents.memory import RankedRequest
+    from cortex_agents.tools.memory_query import DEFAULT_TOKEN_BUDGET, MAX_RESULTS
+
+    asked = {"query_text": "remote work", "direction": "bidirectional", "max_graph_distance": 3}
+    ranked = handle.rank_request(max_limit=MAX_RESULTS, **asked)
+    assert isinstance(ranked, RankedRequest) and ranked.preset == "reviewer"  # the stage's own
+    artifact = invoke(make_memory_query_tool(BUILTIN_PRESETS), handle, asked).artifact
+    assert list(artifact["query"].items()) == [
+        *ranked.resolved.items(),
+        ("token_budget", DEFAULT_TOKEN_BUDGET),
+    ]
+    assert list(ranked.resolved) == [
+        "preset",
+        "direction",
+        "scope",
+        "routing_key",
+        "query_text",
+        "max_graph_distance",
+        "limit",
+        "scorer",
+        "projection",
+    ]
+    assert [m["node_id"] for m in artifact["matches"]] == [
+        m.node_id for m in ranked.ranking.matches
+    ][: artifact["shown"]]
+    # the same ranking as the handle's two-step way: the preset's spec and query, overridden
+    spec = replace(
+        BUILTIN_PRESETS.spec("reviewer"),
+        direction="bidirectional",
+        max_distance=3,
+        limit=min(BUILTIN_PRESETS.spec("reviewer").limit or MAX_RESULTS, MAX_RESULTS),
+    )
+    assert ranked.spec == spec
+    assert ranked.ranking == handle.rank(spec, handle.query_for("reviewer", text="remote work"))
+
+
+def test_a_request_s_limit_is_capped_and_bad_requests_are_refused_naming_the_field(handle):
+    from cortex_agents.errors import UnknownPreset
+
+    assert handle.rank_request(max_limit=2, limit=40).spec.limit == 2
+    assert handle.rank_request(max_limit=50, limit=1).spec.limit == 1
+    with pytest.raises(UnknownPreset):
+        handle.rank_request(max_limit=5, preset="nope")
+    with pytest.raises(InvalidArgument) as error:
+        handle.rank_request(max_limit=5, max_graph_distance=0)
+    assert error.value.field == "max_distance"
+
+
+def test_a_context_has_memory_when_it_carries_a_handle(handle):
+    from types import SimpleNamespace
+
+    from langgraph.prebuilt import ToolRuntime
+
+    from cortex_agents.memory import HasMemory
+
+    assert isinstance(SimpleNamespace(memory=handle), HasMemory)
+    assert not isinstance(SimpleNamespace(scratch=None), HasMemory)
+    runtime_context = SimpleNamespace(scratch=None)  # a context without memory: a tool error
+
+    tool = make_memory_query_tool(BUILTIN_PRESETS)
+    runtime = ToolRuntime(
+        state={},
+        context=runtime_context,
+        config={},
+        stream_writer=lambda _: None,
+        tool_call_id="c",
+        store=None,
+    )
+    message = tool.invoke(
+        {"type": "tool_call", "name": tool.name, "id": "c", "args": {"runtime": runtime}}
+    )
+    assert message.status == "error"
+    assert json.loads(message.content)["error"]["code"] == "memory_unavailable"
