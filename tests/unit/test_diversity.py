@@ -345,7 +345,10 @@ def test_a_stage_that_opts_in_without_a_lambda_keeps_its_preset_s_lambda(tmp_pat
     from cortex_agents.tools import make_memory_query_tool
 
     handle = MemoryHandle(
-        _snapshot(), "reviewer", presets=presets, strategy=Topological(preset="wide", diversity="mmr")
+        _snapshot(),
+        "reviewer",
+        presets=presets,
+        strategy=Topological(preset="wide", diversity="mmr"),
     )
     call = call_memory_tool(make_memory_query_tool(presets), handle, {"query_text": QUESTION})
     assert call.artifact["query"]["mmr_lambda"] == 0.6
