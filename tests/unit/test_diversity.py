@@ -352,3 +352,38 @@ def test_a_stage_that_opts_in_without_a_lambda_keeps_its_preset_s_lambda(tmp_pat
     )
     call = call_memory_tool(make_memory_query_tool(presets), handle, {"query_text": QUESTION})
     assert call.artifact["query"]["mmr_lambda"] == 0.6
+
+
+SENTENCES = ["Finland used the markka", "the markka became the euro", "Signmark sang at Eurovision",
+             "Italy used the lira", "HD 23 is a star", ""]  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_lambda_one_gives_the_first_stage_order_back_and_repeats_stay_after(seed):
+    """On runs where many bodies repeat (the shipped reviewer preset keeps each body once):
+    ``mmr_lambda=1`` changes nothing, no lambda moves a repeat ahead of a new body, and the
+    engines agree, with and without a limit."""
+    rng = random.Random(seed)
+    ids = [f"n{i:02d}" for i in range(30)]
+    edges = {(ids[rng.randrange(max(0, j - 6), j)], ids[j]) for j in range(1, 30) for _ in "ab"}
+    nodes = [
+        node(i, "analyst", minute=k, output={"finding": rng.choice(SENTENCES)})
+        for k, i in enumerate(ids)
+    ]
+    nodes.append(node("reviewer", "reviewer", status="running", minute=30))
+    edges |= {(i, "reviewer") for i in ids[-4:]}
+    snap = snapshot(nodes, sorted(edges), minute=31)
+    query = Query(text="What currency did Finland use before the euro?", scorer=BM25())
+    for limit in (None, 3, 10):
+        shipped = dataclasses.replace(BUILTIN_PRESETS.spec("reviewer"), limit=limit)
+        off = [m.node_id for m in ranked(shipped, query, snap)]
+        one = dataclasses.replace(shipped, diversity="mmr", mmr_lambda=1.0)
+        assert [m.node_id for m in ranked(one, query, snap)] == off
+        for lam in (MMR_LAMBDA, 0.5):
+            found = ranked(dataclasses.replace(one, mmr_lambda=lam), query, snap)
+            seen: set[str] = set()
+            repeats = []
+            for m in found:
+                repeats.append(bool(m.body_text) and m.body_text in seen)
+                seen.add(m.body_text)
+            assert repeats == sorted(repeats)  # every repeat after every new body
