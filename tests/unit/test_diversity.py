@@ -387,3 +387,24 @@ def test_lambda_one_gives_the_first_stage_order_back_and_repeats_stay_after(seed
                 repeats.append(bool(m.body_text) and m.body_text in seen)
                 seen.add(m.body_text)
             assert repeats == sorted(repeats)  # every repeat after every new body
+
+
+def test_a_wire_file_refuses_diversity_keys_on_a_classic_stage(tmp_path):
+    """A classic stage (the default strategy) reads none of the topological keys: a wire file
+    that gives it ``diversity`` or ``mmr_lambda`` (even an out-of-range one) is refused,
+    naming each key, rather than run without the stage it asked for."""
+    from cortex_agents.runtime.wire_file import load_wire
+
+    (tmp_path / "kinds.py").write_text("def run(ctx):\n    return {'finding': 'x'}\n")
+    path = tmp_path / "wire.toml"
+    path.write_text(
+        'name = "div"\n[kinds]\nanalyst = "kinds.py:run"\n[[stages]]\nid = "a"\n'
+        'kind = "analyst"\nmemory = { diversity = "mmr", mmr_lambda = 7 }\n'
+    )
+    with pytest.raises(InvalidWire) as caught:
+        load_wire(path)
+    assert [p.location for p in caught.value.problems] == [
+        "stages[0].memory.diversity",
+        "stages[0].memory.mmr_lambda",
+    ]
+    assert all("strategy = 'topological'" in p.message for p in caught.value.problems)
