@@ -10,6 +10,11 @@ each candidate's relevance against its likeness to what is already chosen:
    final first-stage order — after ``bridge``, ``feedback`` and
    ``distinct_bodies``, before the limit, so ``limit=k`` is still the first
    ``k`` of the unlimited ranking. Candidates below them keep their places.
+   With ``distinct_bodies``, a repeated body is never among them (fewer
+   than ``depth`` then, when fewer bodies are new): the repeats stay after
+   every new body, so the stage keeps that option's promise — an earlier
+   round's copy of a finding never pushes a new finding out of the top
+   ``k`` — and ``lam = 1`` still gives the first-stage order back.
 2. **Relevance** is the candidate's composite score (the first stage's; in
    [0, 1]). The stage reorders and never changes a score.
 3. **Similarity** of two candidates is the Jaccard index of their sets of
@@ -29,9 +34,8 @@ each candidate's relevance against its likeness to what is already chosen:
    similarity to a chosen candidate (0.0 while none is chosen), computed on
    Python floats in exactly that order. **Ties** (equal ``mmr``) go to the
    candidate earlier in the first-stage order (score desc, hops asc, node id
-   asc; with ``distinct_bodies``, first occurrences before repeats). So the
-   first candidate is always the first stage's first, and ``lam = 1`` gives
-   the first-stage order back.
+   asc). So the first candidate is always the first stage's first, and
+   ``lam = 1`` gives the first-stage order back.
 
 Both engines call :func:`mmr_order` with the same floats (the scores the
 exactness tests hold equal) and the same strings, so they agree bit for bit;

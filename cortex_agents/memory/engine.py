@@ -24,7 +24,8 @@ hand), but:
   the feedback pass (``feedback``) is one more BM25 pass, with a query made of
   the first candidates' bodies (:mod:`cortex_agents.memory.feedback`);
   diversity (``diversity="mmr"``) reorders the first ``mmr_depth`` of the
-  final order by the reference's own function (:mod:`cortex_agents.memory.diversity`);
+  final order (first occurrences only, with ``distinct_bodies``) by the
+  reference's own function (:mod:`cortex_agents.memory.diversity`);
 * the limit selects the top ``k`` by partition and sorts only those (plus
   every tie at the cut), which returns exactly the first ``k`` of the full
   sort; node ids compare through order-preserving labels.
@@ -445,13 +446,14 @@ def _diversified(
     nodes: IntArray,
     score: FloatArray,
     order: IntArray,
+    depth: int,
 ) -> IntArray:
-    """``order`` with its first ``mmr_depth`` places reordered by :func:`~cortex_agents.memory.diversity.mmr_order`."""
-    head = order[: spec.mmr_depth]
+    """``order`` with its first ``depth`` places reordered by :func:`~cortex_agents.memory.diversity.mmr_order`."""
+    head = order[:depth]
     fields = index.fields(query.extractor)
     bodies = [fields.body(int(nodes[i])) for i in head.tolist()]
     picked = mmr_order(score[head].tolist(), bodies, spec.mmr_lambda)
-    return np.concatenate((head[picked], order[spec.mmr_depth :]))
+    return np.concatenate((head[picked], order[depth:]))
 
 
 def _fuse(w: Weights, graph: FloatArray, temporal: FloatArray, semantic: FloatArray) -> FloatArray:
@@ -586,6 +588,7 @@ def rank_vectorised(
         repeat[np.unique(ids, return_index=True)[1]] = False  # each id's first place
         repeat[ids < 0] = False  # an empty body is never a repeat
         order = np.concatenate((order[~repeat], order[repeat]))
+        new = len(order) - int(repeat.sum())  # the first `new` places hold no repeat
     else:
         places = _sorted_places(spec)
         if places is not None and places < len(nodes):
@@ -593,8 +596,9 @@ def rank_vectorised(
             chosen = np.flatnonzero(score >= cut)
         picked = nodes[chosen]  # id labels of these few only
         order = chosen[np.lexsort((index.labels(picked), hops[chosen], -score[chosen]))]
-    if spec.diversity == "mmr" and len(order):
-        order = _diversified(index, query, spec, nodes, score, order)
+        new = len(order)
+    if spec.diversity == "mmr" and len(order):  # the first new bodies only, as the reference
+        order = _diversified(index, query, spec, nodes, score, order, min(spec.mmr_depth, new))
     if spec.limit is not None:
         order = order[: spec.limit]
 

@@ -20,7 +20,7 @@ Steps (DESIGN §4):
    :mod:`cortex_agents.memory.feedback`), raise each axis by ``feedback``
    times that, and sort again; with ``distinct_bodies``, move each repeated
    body after every first occurrence; with ``diversity="mmr"``, reorder the
-   first ``mmr_depth`` by maximal marginal relevance
+   first ``mmr_depth`` (first occurrences only) by maximal marginal relevance
    (:mod:`cortex_agents.memory.diversity`);
 7. apply the limit after the sort. Never stop early: the score is not
    monotone along edges, so best-first with stop-at-k is unsound (seed 001, F2).
@@ -218,6 +218,7 @@ def query_reference(
                 for m, gain in zip(matches, axes, strict=True)
             ]
             matches.sort(key=lambda m: (-m.score, m.hops, m.node_id))
+    new = len(matches)  # how many lead the order with a body not seen before it
     if spec.distinct_bodies:
         bodies_seen: set[str] = set()
         first: list[Match] = []
@@ -226,10 +227,12 @@ def query_reference(
             (repeats if m.body_text and m.body_text in bodies_seen else first).append(m)
             bodies_seen.add(m.body_text)
         matches = first + repeats
-    if spec.diversity == "mmr":
-        head = matches[: spec.mmr_depth]
+        new = len(first)
+    if spec.diversity == "mmr":  # the first new bodies only: a repeat stays after all of them
+        depth = min(spec.mmr_depth, new)
+        head = matches[:depth]
         picked = mmr_order([m.score for m in head], [m.body_text for m in head], spec.mmr_lambda)
-        matches = [head[i] for i in picked] + matches[spec.mmr_depth :]
+        matches = [head[i] for i in picked] + matches[depth:]
     return tuple(matches if spec.limit is None else matches[: spec.limit])
 
 

@@ -152,8 +152,9 @@ class WalkSpec:
             reorders the first ``mmr_depth`` candidates by maximal marginal
             relevance (:mod:`cortex_agents.memory.diversity`: each candidate's
             score against its token likeness to those already chosen; scores
-            unchanged, ties in first-stage order). ``None`` (every built-in
-            preset's) leaves the order as it is.
+            unchanged, ties in first-stage order; with ``distinct_bodies``,
+            the new bodies among them only, the repeats staying after).
+            ``None`` (every built-in preset's) leaves the order as it is.
         mmr_lambda: Relevance weight of the ``mmr`` stage, ``0 < mmr_lambda <= 1``
             (1 gives the first-stage order back); default
             :data:`~cortex_agents.memory.diversity.MMR_LAMBDA`.

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, get_args
 
 from cortex_agents.errors import InvalidArgument
-from cortex_agents.memory.diversity import DIVERSITIES, MMR_LAMBDA, Diversity, check_mmr_lambda
+from cortex_agents.memory.diversity import DIVERSITIES, Diversity, check_mmr_lambda
 from cortex_agents.memory.presets import BUILTIN_PRESETS, FEEDBACK, FEEDBACK_DEPTH, PresetRegistry
 from cortex_agents.memory.spec import Query, WalkSpec
 
@@ -70,7 +70,8 @@ class Topological:
             (``WalkSpec.diversity``, :mod:`cortex_agents.memory.diversity`);
             ``None`` (the default) leaves the preset's choice as it is.
         mmr_lambda: The relevance weight of that stage, ``0 < mmr_lambda <= 1``;
-            ``None`` means :data:`~cortex_agents.memory.diversity.MMR_LAMBDA`.
+            ``None`` keeps the preset's ``WalkSpec.mmr_lambda`` (every built-in
+            preset's is :data:`~cortex_agents.memory.diversity.MMR_LAMBDA`).
             Only with ``diversity="mmr"``.
     """
 
@@ -126,8 +127,8 @@ class Topological:
         (unchanged without them)."""
         if self.second_pass == "feedback":
             spec = dataclasses.replace(spec, feedback=FEEDBACK, feedback_depth=FEEDBACK_DEPTH)
-        if self.diversity == "mmr":
-            lam = MMR_LAMBDA if self.mmr_lambda is None else self.mmr_lambda
+        if self.diversity == "mmr":  # an unset lambda keeps the preset's (MMR_LAMBDA unless set)
+            lam = spec.mmr_lambda if self.mmr_lambda is None else self.mmr_lambda
             spec = dataclasses.replace(spec, diversity="mmr", mmr_lambda=lam)
         return spec
 

@@ -40,7 +40,9 @@ TOML and YAML files are validated by pydantic; every problem names its field::
     fields = ["claim_ref", "finding"]    # ... and the fields memory reads and shows
 
 A stage reads through a projection with
-``memory = { strategy = "topological", projection = "headline" }``.
+``memory = { strategy = "topological", projection = "headline" }``. A
+classic stage (the default strategy) reads no other ``memory`` key, so one
+given to it is a problem, not silently unused.
 
 Every scorer a topological stage may use is loaded when the wire is
 validated: a missing package or a corrupt model file is reported then,
@@ -295,6 +297,14 @@ def _from_data(data: Any, base: Path) -> Wire:
             fn = _unloaded
         builder.kind(name, fn)
     for i, stage in enumerate(spec.stages):
+        if stage.memory.strategy == "classic":  # it reads none of the other keys: say so
+            problems += [
+                Problem(
+                    f"stages[{i}].memory.{key}", "is only allowed with strategy = 'topological'"
+                )
+                for key in _Memory.model_fields
+                if key != "strategy" and key in stage.memory.model_fields_set
+            ]
         try:
             memory = (
                 Classic()

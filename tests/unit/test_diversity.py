@@ -284,3 +284,127 @@ def test_a_wire_file_declares_diversity_and_refuses_a_bad_lambda(tmp_path):
         [problem] = caught.value.problems
         assert problem.location == where
         assert "must be a number with 0 < mmr_lambda <= 1" in problem.message
+
+
+def _copies_snapshot():
+    """A chain c -> d -> b -> a -> reviewer, ranked by hop decay alone (1/2, 1/3, 1/4, 1/5):
+    ``b`` repeats ``a``'s finding, ``d`` and ``c`` hold new ones."""
+    bodies = {"a": "alpha beta gamma", "b": "alpha beta gamma", "d": "zeta eta", "c": "delta"}
+    nodes = [node(n, "analyst", minute=1, output={"finding": body}) for n, body in bodies.items()]
+    nodes.append(node("reviewer", "reviewer", status="running", minute=3))
+    return snapshot(nodes, [("c", "d"), ("d", "b"), ("b", "a"), ("a", "reviewer")])
+
+
+def test_the_stage_never_moves_a_repeated_body_ahead_of_a_new_one():
+    """With ``distinct_bodies`` (the shipped reviewer preset's), a repeat stays after every new
+    body: the stage reorders the new bodies only, so lam 1 gives the first-stage order back and
+    an earlier round's copy never pushes a new finding out of the top ``k``."""
+    snap = _copies_snapshot()
+    spec = WalkSpec(
+        prior="hop_decay", weights=Weights(graph=1, temporal=0, semantic=0), distinct_bodies=True
+    )
+    plain = [m.node_id for m in ranked(spec, Query(), snap)]
+    assert plain == ["a", "d", "c", "b"]  # b repeats a: after every new body
+    for lam in (1.0, MMR_LAMBDA, 0.5):
+        mmr = dataclasses.replace(spec, diversity="mmr", mmr_lambda=lam)
+        # (before the fix: lam 1 gave a, b, d, c and lam 0.9 a, d, b, c: b, 0.9/3 - 0.1 * 1,
+        # beat c, 0.9/5 - 0.1 * 0)
+        assert [m.node_id for m in ranked(mmr, Query(), snap)] == plain
+        limited = dataclasses.replace(mmr, limit=3)
+        assert [m.node_id for m in ranked(limited, Query(), snap)] == ["a", "d", "c"]
+
+
+def test_a_stage_that_opts_in_without_a_lambda_keeps_its_preset_s_lambda(tmp_path):
+    """``Topological(diversity="mmr")`` with no ``mmr_lambda`` leaves the preset's lambda as it
+    is (the built-in presets' is MMR_LAMBDA), as ``scorer=None`` and ``limit=None`` do."""
+    from cortex_agents.runtime.wire_file import load_wire
+
+    own = dataclasses.replace(
+        BUILTIN_PRESETS["reviewer"],
+        name="wide",
+        spec=dataclasses.replace(BUILTIN_PRESETS.spec("reviewer"), diversity="mmr", mmr_lambda=0.6),
+    )
+    presets = BUILTIN_PRESETS.with_presets(own)
+    spec, _ = Topological(preset="wide", diversity="mmr").resolve(presets)
+    assert (spec.diversity, spec.mmr_lambda) == ("mmr", 0.6)
+    spec, _ = Topological(preset="wide", diversity="mmr", mmr_lambda=0.7).resolve(presets)
+    assert spec.mmr_lambda == 0.7  # the stage's own lambda wins
+    spec, _ = Topological(preset="reviewer", diversity="mmr").resolve(presets)
+    assert spec.mmr_lambda == MMR_LAMBDA
+    # the same through a wire file, and in the artifact of a tool call naming the preset
+    (tmp_path / "kinds.py").write_text("def run(ctx):\n    return {'finding': 'x'}\n")
+    path = tmp_path / "wire.toml"
+    wire = _WIRE.format(lam="0.7", preset_lambda="0.6").replace(
+        'preset = "reviewer", diversity = "mmr", mmr_lambda = 0.7',
+        'preset = "wide", diversity = "mmr"',
+    )
+    path.write_text(wire)
+    loaded = load_wire(path)
+    spec, _ = loaded.stage("reviewer").memory.resolve(loaded.presets)
+    assert (spec.mmr_lambda, spec.mmr_depth) == (0.6, 5)
+    from cortex_agents.tools import make_memory_query_tool
+
+    handle = MemoryHandle(
+        _snapshot(),
+        "reviewer",
+        presets=presets,
+        strategy=Topological(preset="wide", diversity="mmr"),
+    )
+    call = call_memory_tool(make_memory_query_tool(presets), handle, {"query_text": QUESTION})
+    assert call.artifact["query"]["mmr_lambda"] == 0.6
+
+
+SENTENCES = ["Finland used the markka", "the markka became the euro", "Signmark sang at Eurovision",
+             "Italy used the lira", "HD 23 is a star", ""]  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_lambda_one_gives_the_first_stage_order_back_and_repeats_stay_after(seed):
+    """On runs where many bodies repeat (the shipped reviewer preset keeps each body once):
+    ``mmr_lambda=1`` changes nothing, no lambda moves a repeat ahead of a new body, and the
+    engines agree, with and without a limit."""
+    rng = random.Random(seed)
+    ids = [f"n{i:02d}" for i in range(30)]
+    edges = {(ids[rng.randrange(max(0, j - 6), j)], ids[j]) for j in range(1, 30) for _ in "ab"}
+    nodes = [
+        node(i, "analyst", minute=k, output={"finding": rng.choice(SENTENCES)})
+        for k, i in enumerate(ids)
+    ]
+    nodes.append(node("reviewer", "reviewer", status="running", minute=30))
+    edges |= {(i, "reviewer") for i in ids[-4:]}
+    snap = snapshot(nodes, sorted(edges), minute=31)
+    query = Query(text="What currency did Finland use before the euro?", scorer=BM25())
+    for limit in (None, 3, 10):
+        shipped = dataclasses.replace(BUILTIN_PRESETS.spec("reviewer"), limit=limit)
+        off = [m.node_id for m in ranked(shipped, query, snap)]
+        one = dataclasses.replace(shipped, diversity="mmr", mmr_lambda=1.0)
+        assert [m.node_id for m in ranked(one, query, snap)] == off
+        for lam in (MMR_LAMBDA, 0.5):
+            found = ranked(dataclasses.replace(one, mmr_lambda=lam), query, snap)
+            seen: set[str] = set()
+            repeats = []
+            for m in found:
+                repeats.append(bool(m.body_text) and m.body_text in seen)
+                seen.add(m.body_text)
+            assert repeats == sorted(repeats)  # every repeat after every new body
+
+
+def test_a_wire_file_refuses_diversity_keys_on_a_classic_stage(tmp_path):
+    """A classic stage (the default strategy) reads none of the topological keys: a wire file
+    that gives it ``diversity`` or ``mmr_lambda`` (even an out-of-range one) is refused,
+    naming each key, rather than run without the stage it asked for."""
+    from cortex_agents.runtime.wire_file import load_wire
+
+    (tmp_path / "kinds.py").write_text("def run(ctx):\n    return {'finding': 'x'}\n")
+    path = tmp_path / "wire.toml"
+    path.write_text(
+        'name = "div"\n[kinds]\nanalyst = "kinds.py:run"\n[[stages]]\nid = "a"\n'
+        'kind = "analyst"\nmemory = { diversity = "mmr", mmr_lambda = 7 }\n'
+    )
+    with pytest.raises(InvalidWire) as caught:
+        load_wire(path)
+    assert [p.location for p in caught.value.problems] == [
+        "stages[0].memory.diversity",
+        "stages[0].memory.mmr_lambda",
+    ]
+    assert all("strategy = 'topological'" in p.message for p in caught.value.problems)

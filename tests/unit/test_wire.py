@@ -180,6 +180,11 @@ def test_toml_and_yaml_wires(tmp_path):
             'kind = "planner"\nrewrite = { attempts = 0 }\n',
             "stages[0].rewrite.attempts",
         ),
+        (
+            'name = "t"\n[kinds]\nplanner = "kinds.py:plan"\n[[stages]]\nid = "p"\n'
+            'kind = "planner"\nmemory = { preset = "reviewer" }\n',
+            "stages[0].memory.preset: is only allowed with strategy = 'topological'",
+        ),
     ],
 )
 def test_wire_file_errors_name_the_field(tmp_path, text, expected):
