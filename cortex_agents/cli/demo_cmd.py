@@ -16,7 +16,7 @@ and topological reviewers side by side (:mod:`cortex_agents.cli.demo_compare`).
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.text import Text
@@ -27,6 +27,10 @@ from cortex_agents.cli.narrow import chain, command_lines, print_lines, wrap
 from cortex_agents.cli.run_cmd import _Printer
 from cortex_agents.demo import SCENARIOS, Scenario, recorded_result, run_recorded
 from cortex_agents.persistence.inspection import describe_thread
+
+if TYPE_CHECKING:
+    from cortex_agents.persistence.saver import CortexSaver
+    from cortex_agents.runtime import RunResult, Wire
 
 __all__ = ["demo"]
 
@@ -104,8 +108,6 @@ def demo(
     ] = False,
 ) -> None:
     """Run the claim-review workflow from its recorded LLM exchanges: no key, no network."""
-    from cortex_agents.cli import demo_view as view
-
     if scenario not in SCENARIOS:  # a usage error: exit 2, like any bad option value
         raise typer.BadParameter(f"must be one of {sorted(SCENARIOS)}", param_hint="--scenario")
     if compare:
@@ -115,28 +117,51 @@ def demo(
     wire = chosen.load_wire()
     with fail_cleanly(), open_database(db, create=True) as saver:
         _header(chosen, db)
-        shown = recorded_result(chosen, saver, thread) if thread is not None else None
-        if shown is not None and shown.complete:
-            thread_id, result = str(thread), shown
-            stdout.print(
-                f"thread {thread_id} in {db} already holds this run: showing what was recorded "
-                "(nothing replayed; omit --thread to replay into a new thread)",
-                soft_wrap=False,
-            )
-        else:
-            thread_id = thread or view.new_thread(saver, chosen.thread)
-            if thread is None and thread_id != chosen.thread:
-                stdout.print(
-                    f"thread {chosen.thread} in {db} already holds a run: replaying into a new "
-                    f"thread, {thread_id}",
-                    soft_wrap=False,
-                )
-            elif shown is not None:
-                stdout.print(f"thread {thread_id} holds an unfinished run: resuming it")
-            result = run_recorded(
-                chosen, saver, thread=thread_id, on_progress=_Printer(replayed=True)
-            )
+        thread_id, result = _replay_or_show(chosen, saver, db, thread)
         described = describe_thread(saver, thread_id)
+    _print_run(chosen, wire, result, described, db, thread_id)
+
+
+def _replay_or_show(
+    chosen: Scenario, saver: CortexSaver, db: str, thread: str | None
+) -> tuple[str, RunResult]:
+    """The run to show: ``thread``'s if it holds a finished one, else one replayed now."""
+    from cortex_agents.cli import demo_view as view
+
+    shown = recorded_result(chosen, saver, thread) if thread is not None else None
+    if shown is not None and shown.complete:
+        thread_id = str(thread)
+        stdout.print(
+            f"thread {thread_id} in {db} already holds this run: showing what was recorded "
+            "(nothing replayed; omit --thread to replay into a new thread)",
+            soft_wrap=False,
+        )
+        return thread_id, shown
+    thread_id = thread or view.new_thread(saver, chosen.thread)
+    if thread is None and thread_id != chosen.thread:
+        stdout.print(
+            f"thread {chosen.thread} in {db} already holds a run: replaying into a new "
+            f"thread, {thread_id}",
+            soft_wrap=False,
+        )
+    elif shown is not None:
+        stdout.print(f"thread {thread_id} holds an unfinished run: resuming it")
+    return thread_id, run_recorded(
+        chosen, saver, thread=thread_id, on_progress=_Printer(replayed=True)
+    )
+
+
+def _print_run(
+    chosen: Scenario,
+    wire: Wire,
+    result: RunResult,
+    described: dict[str, Any],
+    db: str,
+    thread_id: str,
+) -> None:
+    """The run's stages, tool calls, report (or comparison), rewrites and what to try next."""
+    from cortex_agents.cli import demo_view as view
+
     stdout.print()
     view.print_blocks(stdout, [view.stage_table(result, wire)])
     view.print_blocks(stdout, view.tool_call_blocks(result, wire.presets))

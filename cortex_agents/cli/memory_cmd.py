@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -24,9 +25,10 @@ from cortex_agents.memory import (
     MemoryHandle,
     Scope,
     TimeReference,
+    WalkSpec,
     Weights,
 )
-from cortex_agents.snapshotfile import SQLITE_HEADER, load_snapshot
+from cortex_agents.snapshotfile import SQLITE_HEADER, SnapshotDocument, load_snapshot
 from cortex_agents.timestamps import format_timestamp
 
 _AXES = ("graph", "temporal", "semantic")
@@ -111,58 +113,78 @@ def _is_sqlite_file(source: object) -> bool:
         return False
 
 
+# `query`'s longer option types, named so its signature reads one flag a line (as db_cmds does)
+_SourceArgument = Annotated[
+    str,
+    typer.Argument(
+        help="A snapshot file, or a database (SQLite file or postgresql:// URL) with --thread."
+    ),
+]
+
+_ThreadOption = Annotated[
+    str | None,
+    typer.Option("--thread", help="Read SOURCE as a database and query this thread."),
+]
+
+_ScorerOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Semantic scorer: jaccard, bm25, wordllama, wordllama+bm25, minilm, bge, ... "
+        "(default: the preset's)."
+    ),
+]
+
+_KindOption = Annotated[list[str] | None, typer.Option(help="Keep these stage kinds (repeatable).")]
+
+_WeightsOption = Annotated[
+    str | None, typer.Option(help="Axis weights, e.g. graph=1,temporal=0,semantic=0.")
+]
+
+_TimeReferenceOption = Annotated[
+    TimeReference | None,
+    typer.Option(help="Recency from the snapshot's time or the newest candidate's."),
+]
+
+_SupportOption = Annotated[
+    float | None, typer.Option(help="Edge support in [0, 1] (0 turns it off).")
+]
+
+_NamedEvidenceOption = Annotated[
+    float | None, typer.Option(help="Gain when the text names a candidate's evidence.")
+]
+
+_BridgeOption = Annotated[
+    float | None, typer.Option(help="Gain when the best match names a candidate's evidence.")
+]
+
+_PastBoundaryOption = Annotated[
+    str | None, typer.Option(help="Only nodes beyond the nearest node of this kind.")
+]
+
+
 @memory_app.command("query")
 def query(
-    source: Annotated[
-        str,
-        typer.Argument(
-            help="A snapshot file, or a database (SQLite file or postgresql:// URL) with --thread."
-        ),
-    ],
+    source: _SourceArgument,
     origin: Annotated[str, typer.Option(help="Node whose memory is queried.")],
-    thread: Annotated[
-        str | None,
-        typer.Option("--thread", help="Read SOURCE as a database and query this thread."),
-    ] = None,
+    thread: _ThreadOption = None,
     preset: Annotated[str, typer.Option(help="Preset the flags below override.")] = "default",
     direction: Annotated[Direction | None, typer.Option(help="Walk direction.")] = None,
     scope: Annotated[Scope | None, typer.Option(help="Which statuses may match.")] = None,
     max_distance: Annotated[int | None, typer.Option(min=1, help="Hop cut.")] = None,
     limit: Annotated[int | None, typer.Option(min=1, help="Matches kept after sorting.")] = None,
     text: Annotated[str | None, typer.Option(help="Query text for the semantic axis.")] = None,
-    scorer: Annotated[
-        str | None,
-        typer.Option(
-            help="Semantic scorer: jaccard, bm25, wordllama, wordllama+bm25, minilm, bge, ... "
-            "(default: the preset's)."
-        ),
-    ] = None,
+    scorer: _ScorerOption = None,
     routing_key: Annotated[str | None, typer.Option(help="Keep this routing key only.")] = None,
-    kind: Annotated[
-        list[str] | None, typer.Option(help="Keep these stage kinds (repeatable).")
-    ] = None,
-    weights: Annotated[
-        str | None, typer.Option(help="Axis weights, e.g. graph=1,temporal=0,semantic=0.")
-    ] = None,
+    kind: _KindOption = None,
+    weights: _WeightsOption = None,
     prior: Annotated[GraphPrior | None, typer.Option(help="Graph axis.")] = None,
     alpha: Annotated[float | None, typer.Option(help="Random-walk damping in [0, 1].")] = None,
     time_scale: Annotated[float | None, typer.Option(help="Seconds for temporal to halve.")] = None,
-    time_reference: Annotated[
-        TimeReference | None,
-        typer.Option(help="Recency from the snapshot's time or the newest candidate's."),
-    ] = None,
-    support: Annotated[
-        float | None, typer.Option(help="Edge support in [0, 1] (0 turns it off).")
-    ] = None,
-    named_evidence: Annotated[
-        float | None, typer.Option(help="Gain when the text names a candidate's evidence.")
-    ] = None,
-    bridge: Annotated[
-        float | None, typer.Option(help="Gain when the best match names a candidate's evidence.")
-    ] = None,
-    past_boundary: Annotated[
-        str | None, typer.Option(help="Only nodes beyond the nearest node of this kind.")
-    ] = None,
+    time_reference: _TimeReferenceOption = None,
+    support: _SupportOption = None,
+    named_evidence: _NamedEvidenceOption = None,
+    bridge: _BridgeOption = None,
+    past_boundary: _PastBoundaryOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Rank the settled memory of ORIGIN, referenced at the snapshot's entry time.
@@ -175,15 +197,7 @@ def query(
             "is required when SOURCE is a SQLite database", param_hint="--thread"
         )
     with fail_cleanly():
-        if thread is None:
-            document = load_snapshot(source)
-        else:
-            from cortex_agents.cli.db_cmds import open_database
-            from cortex_agents.persistence.transfer import export_document
-
-            with open_database(source) as saver:
-                document = export_document(saver, thread)
-        base = BUILTIN_PRESETS.spec(preset)
+        document = _load_document(source, thread)
         overrides: dict[str, Any] = {
             "direction": direction,
             "scope": scope,
@@ -198,9 +212,7 @@ def query(
             "bridge": bridge,
             "past_boundary": past_boundary,
         }
-        if weights is not None:
-            overrides["weights"] = parse_weights(weights, base.weights)
-        spec = dataclasses.replace(base, **{k: v for k, v in overrides.items() if v is not None})
+        spec = _walk_spec(preset, weights, overrides)
         handle = MemoryHandle(document.to_memory_snapshot(), origin)
         kinds = frozenset(kind) if kind else None
         matches = handle.query(
@@ -211,23 +223,59 @@ def query(
         )
         scorer_name = scorer or BUILTIN_PRESETS.resolve(preset).scorer
     if as_json:
-        rows = [
-            {
-                "node_id": m.node_id,
-                "score": m.score,
-                "hops": m.hops,
-                "graph": m.graph,
-                "temporal": m.temporal,
-                "semantic": m.semantic,
-            }
-            for m in matches
-        ]
-        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        _print_json(matches)
         return
+    _print_ranking(matches, document.entry_time, origin, preset, spec, scorer_name)
+
+
+def _load_document(source: str, thread: str | None) -> SnapshotDocument:
+    """The snapshot file at ``source``, or ``thread``'s latest checkpoint in the database there."""
+    if thread is None:
+        return load_snapshot(source)
+    from cortex_agents.cli.db_cmds import open_database
+    from cortex_agents.persistence.transfer import export_document
+
+    with open_database(source) as saver:
+        return export_document(saver, thread)
+
+
+def _walk_spec(preset: str, weights: str | None, overrides: dict[str, Any]) -> WalkSpec:
+    """``preset``'s walk with the flags given on the command line (``None``: not given)."""
+    base = BUILTIN_PRESETS.spec(preset)
+    if weights is not None:
+        overrides["weights"] = parse_weights(weights, base.weights)
+    return dataclasses.replace(base, **{k: v for k, v in overrides.items() if v is not None})
+
+
+def _print_json(matches: tuple[Match, ...]) -> None:
+    """The ranking as JSON: one object per match, ids and scores only."""
+    rows = [
+        {
+            "node_id": m.node_id,
+            "score": m.score,
+            "hops": m.hops,
+            "graph": m.graph,
+            "temporal": m.temporal,
+            "semantic": m.semantic,
+        }
+        for m in matches
+    ]
+    print(json.dumps(rows, indent=2, ensure_ascii=False))
+
+
+def _print_ranking(
+    matches: tuple[Match, ...],
+    entry_time: datetime,
+    origin: str,
+    preset: str,
+    spec: WalkSpec,
+    scorer_name: str,
+) -> None:
+    """The ranking as a table under a heading that says how it was ranked, then the notes."""
     width = stdout.width
     heading = wrap(
         [
-            f"memory of {origin!r} at {format_timestamp(document.entry_time)}:",
+            f"memory of {origin!r} at {format_timestamp(entry_time)}:",
             f"preset {preset},",
             f"{spec.direction},",
             f"prior {spec.prior},",

@@ -31,6 +31,7 @@ with the shipped filters and nothing else. Each returns node ids in rank order.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -132,19 +133,33 @@ def build_configs(scorers: tuple[str, ...] | None = None) -> list[Config]:
     preset = presets.resolve(preset_name)
     base = dataclasses.replace(preset.spec, limit=None)
 
-    def shipped_query(scorer: str | None = None) -> Callable[[str], Query]:
-        return lambda text: presets.query(preset_name, text=text, scorer=scorer)
+    configs = _reviewer_configs(strategy, presets, preset_name)
+    configs += _ablation_configs(base, presets, preset_name)
+    configs += _scorer_configs(scorers, base, presets, preset_name)
+    return configs
 
-    def with_weights(**weights: float) -> WalkSpec:  # one axis alone: no other signal either
-        return dataclasses.replace(
-            base,
-            weights=Weights(**weights),
-            support=0.0,
-            named_evidence=0.0,
-            bridge=0.0,
-            distinct_bodies=False,
-        )
 
+def _shipped_query(
+    presets: PresetRegistry, preset_name: str, scorer: str | None = None
+) -> Callable[[str], Query]:
+    return lambda text: presets.query(preset_name, text=text, scorer=scorer)
+
+
+def _alone(base: WalkSpec, **weights: float) -> WalkSpec:  # one axis alone: no other signal either
+    return dataclasses.replace(
+        base,
+        weights=Weights(**weights),
+        support=0.0,
+        named_evidence=0.0,
+        bridge=0.0,
+        distinct_bodies=False,
+    )
+
+
+def _reviewer_configs(
+    strategy: MemoryStrategy, presets: PresetRegistry, preset_name: str
+) -> list[Config]:
+    """The shipped reviewer (its tool, its second pass, its recall) and the rankers it replaced."""
     jaccard = presets.scorers.load("jaccard")
     configs = [
         Config(
@@ -204,6 +219,13 @@ def build_configs(scorers: tuple[str, ...] | None = None) -> list[Config]:
             ),
         )
     )
+    return configs
+
+
+def _ablation_configs(base: WalkSpec, presets: PresetRegistry, preset_name: str) -> list[Config]:
+    """The shipped preset with one signal off or changed, and each axis alone."""
+    shipped_query = functools.partial(_shipped_query, presets, preset_name)
+    configs: list[Config] = []
     configs.append(
         Config(
             "support:off",
@@ -253,9 +275,18 @@ def build_configs(scorers: tuple[str, ...] | None = None) -> list[Config]:
             Config(
                 f"axis:{axis}",
                 f"the {axis} axis alone (shipped prior, scorer, filters)",
-                _ranker(with_weights(**weights), shipped_query()),
+                _ranker(_alone(base, **weights), shipped_query()),
             )
         )
+    return configs
+
+
+def _scorer_configs(
+    scorers: tuple[str, ...] | None, base: WalkSpec, presets: PresetRegistry, preset_name: str
+) -> list[Config]:
+    """Each scorer in the shipped preset, and alone on the semantic axis."""
+    shipped_query = functools.partial(_shipped_query, presets, preset_name)
+    configs: list[Config] = []
     names = scorers if scorers is not None else tuple(presets.scorers)
     skipped = unavailable_scorers(presets) if scorers is None else {}
     for name in names:
@@ -273,7 +304,7 @@ def build_configs(scorers: tuple[str, ...] | None = None) -> list[Config]:
             Config(
                 f"semantic:{name}",
                 f"the {name} scorer alone (semantic axis only)",
-                _ranker(with_weights(graph=0, temporal=0, semantic=1), shipped_query(name)),
+                _ranker(_alone(base, graph=0, temporal=0, semantic=1), shipped_query(name)),
             )
         )
     return configs

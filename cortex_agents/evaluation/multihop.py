@@ -576,49 +576,9 @@ def _case(record: Record, family: str, split: str) -> MultihopCase:
         run.add(origin, "reviewer", None, [merge], now, 0.5)
         relevant = [ids[p] for p in hops]
     elif family == "mh-repair":
-        late = [record.hops[j] for j in range(len(hops)) if record.depends[j]]
-        if not late:
-            late = [hops[-1]] if len(hops) > 1 else []
-        first = [p for p in everything if p not in late]
-        ids, merge, now = _round(run, rng, record, "", first, refs, [], start, {})
-        rewriter, now = _review(run, rng, record, "", merge, sorted(ids.values()), now, gap=True)
-        depends = _hop_depends(record)
-        done: dict[int, tuple[str, datetime]] = {}
-        for p in late:  # hop order: a late hop's late dependencies come before it
-            needs = [n for n in depends.get(p, ()) if n in late]
-            begin = max([now, *(done[n][1] for n in needs)])
-            node = f"rewriter:followup-{refs[p]}"
-            end = run.add(
-                node, "analyst", _analysis(refs[p], record.paragraphs[p]),
-                [done[n][0] for n in needs] or [rewriter], begin, rng.uniform(3, 20),
-            )  # fmt: skip
-            done[p] = (node, end)
-        followed = {n for p in late for n in depends.get(p, ()) if n in late}
-        ends = [done[p][0] for p in late if p not in followed] or [rewriter]
-        origin = "rewriter:re-review"
-        now = max([now, *(end for _, end in done.values())])
-        run.add(origin, "reviewer", None, ends, now, 0.5)
-        relevant = [ids[p] if p in ids else done[p][0] for p in hops]
+        origin, relevant = _repair_rounds(run, rng, record, everything, refs, start)
     elif family == "mh-history":
-        after: list[str] = []
-        now = start
-        gold = set(hops)
-        for r in range(rng.choice((1, 2, 3))):
-            others = [p for p in everything if p not in gold]
-            kept = sorted(
-                gold | set(rng.sample(others, rng.randint(len(others) // 2, len(others))))
-            )
-            ids, merge, now = _round(run, rng, record, f"r{r + 1}.", kept, refs, after, now, {})
-            rewriter, now = _review(
-                run, rng, record, f"r{r + 1}.", merge, sorted(ids.values()), now,
-                gap=rng.random() < 0.6,
-            )  # fmt: skip
-            after = [rewriter]
-            now += timedelta(days=rng.uniform(1, 20))
-        ids, merge, now = _round(run, rng, record, "", everything, refs, after, now, {})
-        origin = "reviewer"
-        run.add(origin, "reviewer", None, [merge], now, 0.5)
-        relevant = [ids[p] for p in hops]
+        origin, relevant = _history_rounds(run, rng, record, everything, refs, start)
     else:
         raise InvalidArgument("family", f"must be one of {', '.join(MULTIHOP_FAMILIES)}", family)
     return MultihopCase(
@@ -632,6 +592,70 @@ def _case(record: Record, family: str, split: str) -> MultihopCase:
         source=record.source,
         kind=record.kind,
     )
+
+
+def _repair_rounds(
+    run: _Run,
+    rng: random.Random,
+    record: Record,
+    everything: list[int],
+    refs: dict[int, str],
+    start: datetime,
+) -> tuple[str, list[str]]:
+    """``mh-repair``: a round without the late hops, a review, the late hops as follow-ups."""
+    hops = list(record.hops)
+    late = [record.hops[j] for j in range(len(hops)) if record.depends[j]]
+    if not late:  # no hop depends on another: the last comes late, so there is a repair to see
+        late = [hops[-1]] if len(hops) > 1 else []
+    first = [p for p in everything if p not in late]
+    ids, merge, now = _round(run, rng, record, "", first, refs, [], start, {})
+    rewriter, now = _review(run, rng, record, "", merge, sorted(ids.values()), now, gap=True)
+    depends = _hop_depends(record)
+    done: dict[int, tuple[str, datetime]] = {}
+    for p in late:  # hop order: a late hop's late dependencies come before it
+        needs = [n for n in depends.get(p, ()) if n in late]
+        begin = max([now, *(done[n][1] for n in needs)])
+        node = f"rewriter:followup-{refs[p]}"
+        end = run.add(
+            node, "analyst", _analysis(refs[p], record.paragraphs[p]),
+            [done[n][0] for n in needs] or [rewriter], begin, rng.uniform(3, 20),
+        )  # fmt: skip
+        done[p] = (node, end)
+    followed = {n for p in late for n in depends.get(p, ()) if n in late}
+    ends = [done[p][0] for p in late if p not in followed] or [rewriter]
+    origin = "rewriter:re-review"
+    now = max([now, *(end for _, end in done.values())])
+    run.add(origin, "reviewer", None, ends, now, 0.5)
+    return origin, [ids[p] if p in ids else done[p][0] for p in hops]
+
+
+def _history_rounds(
+    run: _Run,
+    rng: random.Random,
+    record: Record,
+    everything: list[int],
+    refs: dict[int, str],
+    start: datetime,
+) -> tuple[str, list[str]]:
+    """``mh-history``: one to three earlier reviewed rounds, then the round the reviewer reads."""
+    hops = list(record.hops)
+    after: list[str] = []
+    now = start
+    gold = set(hops)
+    for r in range(rng.choice((1, 2, 3))):
+        others = [p for p in everything if p not in gold]
+        kept = sorted(gold | set(rng.sample(others, rng.randint(len(others) // 2, len(others)))))
+        ids, merge, now = _round(run, rng, record, f"r{r + 1}.", kept, refs, after, now, {})
+        rewriter, now = _review(
+            run, rng, record, f"r{r + 1}.", merge, sorted(ids.values()), now,
+            gap=rng.random() < 0.6,
+        )  # fmt: skip
+        after = [rewriter]
+        now += timedelta(days=rng.uniform(1, 20))
+    ids, merge, now = _round(run, rng, record, "", everything, refs, after, now, {})
+    origin = "reviewer"
+    run.add(origin, "reviewer", None, [merge], now, 0.5)
+    return origin, [ids[p] for p in hops]
 
 
 def build_cases(

@@ -531,6 +531,45 @@ def rank_vectorised(
 
     nodes, hops, graph = _merged(index, start, spec, memo)
     columns = _columns(index, start, spec, nodes, graph, memo)
+    keep, fields = _filtered(index, start, spec, query, nodes, hops, columns, memo)
+    every = bool(keep.all())  # (no filter left anything out: no copies)
+    if every:
+        graph = columns.graph
+    else:
+        nodes, hops, graph = nodes[keep], hops[keep], columns.graph[keep]
+    temporal = _temporal_axis(snapshot, spec, columns, keep, every, nodes)
+    semantic = _semantic_axis(index, query, spec, nodes)
+    w = spec.weights
+    score = _fuse(w, graph, temporal, semantic)
+
+    if query.text and spec.bridge > 0 and len(nodes):
+        semantic = _bridged(index, query, spec, nodes, hops, score, semantic)
+        score = _fuse(w, graph, temporal, semantic)
+    if query.text and spec.feedback > 0 and len(nodes):
+        semantic = _feedback(index, query, spec, nodes, hops, score, semantic)
+        score = _fuse(w, graph, temporal, semantic)
+    order = _order(index, query, spec, nodes, hops, score)
+    if spec.limit is not None:
+        order = order[: spec.limit]
+
+    fields = fields or index.fields(query.extractor)
+    matches = _matches(
+        snapshot, index, fields, order, nodes, hops, (score, graph, temporal, semantic)
+    )
+    return Ranking(matches, len(nodes))
+
+
+def _filtered(
+    index: IndexView,
+    start: int,
+    spec: WalkSpec,
+    query: Query,
+    nodes: IntArray,
+    hops: IntArray,
+    columns: _Columns,
+    memo: QueryMemo,
+) -> tuple[npt.NDArray[np.bool_], FieldsView | None]:
+    """Which candidates pass every filter, and the fields read to filter on a routing key."""
     keep = np.ones(len(nodes), dtype=bool)
     if spec.max_distance is not None:
         keep &= hops <= spec.max_distance
@@ -549,37 +588,64 @@ def rank_vectorised(
         fields = index.fields(query.extractor)
         key_id = fields.routing_lookup.get(query.routing_key, -1)
         keep &= fields.routing_ids(nodes) == key_id
-    every = bool(keep.all())  # (no filter left anything out: no copies)
-    if every:
-        graph = columns.graph
-    else:
-        nodes, hops, graph = nodes[keep], hops[keep], columns.graph[keep]
+    return keep, fields
+
+
+def _temporal_axis(
+    snapshot: MemorySnapshot,
+    spec: WalkSpec,
+    columns: _Columns,
+    keep: npt.NDArray[np.bool_],
+    every: bool,
+    nodes: IntArray,
+) -> FloatArray:
+    """The kept candidates' temporal axis, aged from the snapshot's time or the newest's."""
     if spec.time_reference == "newest" and len(nodes):
         observed = columns.observed[keep]
-        temporal = _temporal(observed, int(observed.max()), spec.time_scale)
-    else:
-        temporal = columns.temporal_at(to_micros(snapshot.captured_at), spec.time_scale)
-        temporal = temporal if every else temporal[keep]
+        return _temporal(observed, int(observed.max()), spec.time_scale)
+    temporal = columns.temporal_at(to_micros(snapshot.captured_at), spec.time_scale)
+    return temporal if every else temporal[keep]
+
+
+def _semantic_axis(index: IndexView, query: Query, spec: WalkSpec, nodes: IntArray) -> FloatArray:
+    """The kept candidates' semantic axis: text match, named evidence, then edge support."""
     semantic = _semantic(index, query, nodes)
     if query.text and spec.named_evidence > 0:
         hit = index.fields(query.extractor).named(nodes, names_in(query.text))
         semantic = np.minimum(semantic + spec.named_evidence * hit, 1.0)
     if spec.support > 0:
         semantic = _supported(index, nodes, semantic, spec.support)
-    w = spec.weights
-    score = _fuse(w, graph, temporal, semantic)
+    return semantic
 
-    if query.text and spec.bridge > 0 and len(nodes):
-        tied = np.flatnonzero(score == score.max())
-        top = int(tied[np.lexsort((index.labels(nodes[tied]), hops[tied]))][0])
-        bridged = index.fields(query.extractor)
-        hit = bridged.named(nodes, names_in(bridged.body(int(nodes[top]))))
-        hit[top] = 0.0
-        semantic = np.where(hit > 0, np.minimum(semantic + spec.bridge, 1.0), semantic)
-        score = _fuse(w, graph, temporal, semantic)
-    if query.text and spec.feedback > 0 and len(nodes):
-        semantic = _feedback(index, query, spec, nodes, hops, score, semantic)
-        score = _fuse(w, graph, temporal, semantic)
+
+def _bridged(
+    index: IndexView,
+    query: Query,
+    spec: WalkSpec,
+    nodes: IntArray,
+    hops: IntArray,
+    score: FloatArray,
+    semantic: FloatArray,
+) -> FloatArray:
+    """The semantic axis after the bridge: a gain where the best match names the evidence."""
+    tied = np.flatnonzero(score == score.max())
+    top = int(tied[np.lexsort((index.labels(nodes[tied]), hops[tied]))][0])
+    bridged = index.fields(query.extractor)
+    hit = bridged.named(nodes, names_in(bridged.body(int(nodes[top]))))
+    hit[top] = 0.0  # the best match gains nothing from naming its own evidence
+    bridged_axis: FloatArray = np.where(hit > 0, np.minimum(semantic + spec.bridge, 1.0), semantic)
+    return bridged_axis
+
+
+def _order(
+    index: IndexView,
+    query: Query,
+    spec: WalkSpec,
+    nodes: IntArray,
+    hops: IntArray,
+    score: FloatArray,
+) -> IntArray:
+    """Positions of the candidates in rank order, diversified if asked: all, or the first places."""
     chosen = np.arange(len(nodes))
     if spec.distinct_bodies:  # repeats go after every first occurrence: the whole order
         order = chosen[np.lexsort((index.labels(nodes), hops, -score))]
@@ -599,10 +665,20 @@ def rank_vectorised(
         new = len(order)
     if spec.diversity == "mmr" and len(order):  # the first new bodies only, as the reference
         order = _diversified(index, query, spec, nodes, score, order, min(spec.mmr_depth, new))
-    if spec.limit is not None:
-        order = order[: spec.limit]
+    return order
 
-    fields = fields or index.fields(query.extractor)
+
+def _matches(
+    snapshot: MemorySnapshot,
+    index: IndexView,
+    fields: FieldsView,
+    order: IntArray,
+    nodes: IntArray,
+    hops: IntArray,
+    axes: tuple[FloatArray, FloatArray, FloatArray, FloatArray],
+) -> tuple[Match, ...]:
+    """The matches at ``order``; ``axes`` are the score, graph, temporal and semantic columns."""
+    score, graph, temporal, semantic = axes
     matches = []
     for i in order.tolist():
         node_index = int(nodes[i])
@@ -623,4 +699,4 @@ def rank_vectorised(
                 output=_output(node.output, fields.projected(node_index)),
             )
         )
-    return Ranking(tuple(matches), len(nodes))
+    return tuple(matches)

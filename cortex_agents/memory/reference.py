@@ -104,6 +104,31 @@ def query_reference(
     }[spec.direction]
     origin_id = NodeId(origin)
 
+    hops = _candidates(snapshot, origin_id, spec, relations)
+    graph = _graph_axis(hops, origin_id, spec, relations, forward, canonical)
+    kept = _kept(snapshot, hops, spec, query)
+    semantic = _semantic_axis(snapshot, kept, spec, query)
+    matches = _ranked(snapshot, kept, graph, semantic, spec)
+    if query.text and spec.bridge > 0 and matches:
+        matches = _bridged(matches, spec)
+    if query.text and spec.feedback > 0 and matches:
+        matches = _fed_back(matches, spec, query.text)
+    new = len(matches)  # how many lead the order with a body not seen before it
+    if spec.distinct_bodies:
+        matches, new = _distinct_first(matches)
+    if spec.diversity == "mmr":  # the first new bodies only: a repeat stays after all of them
+        matches = _mmr_first(matches, spec, min(spec.mmr_depth, new))
+    return tuple(matches if spec.limit is None else matches[: spec.limit])
+
+
+_Kept = tuple[NodeId, int, ExtractedFields, str]
+"""A candidate the filters kept: its id, hops from the origin, fields and routing key."""
+
+
+def _candidates(
+    snapshot: MemorySnapshot, origin: NodeId, spec: WalkSpec, relations: tuple[Relation, ...]
+) -> dict[NodeId, int]:
+    """The walk's candidates and their hops, cut at ``max_distance`` and the past boundary."""
     hops = walk_candidates(snapshot, origin, spec.direction)
     if spec.max_distance is not None:
         hops = {n: h for n, h in hops.items() if h <= spec.max_distance}
@@ -111,20 +136,37 @@ def query_reference(
         kinds = {n: node.kind for n, node in snapshot.nodes.items()}
         beyond: set[NodeId] = set()
         for relation in relations:
-            beyond |= beyond_boundary(relation, origin_id, kinds, spec.past_boundary)
+            beyond |= beyond_boundary(relation, origin, kinds, spec.past_boundary)
         hops = {n: h for n, h in hops.items() if n in beyond}
+    return hops
 
+
+def _graph_axis(
+    hops: dict[NodeId, int],
+    origin: NodeId,
+    spec: WalkSpec,
+    relations: tuple[Relation, ...],
+    forward: Relation,
+    canonical: list[NodeId],
+) -> dict[NodeId, float]:
+    """Each candidate's graph prior: its random-walk influence, or its hop decay."""
     graph: dict[NodeId, float] = {}
     if spec.prior == "influence":
         for relation in relations:  # summed in the graph's canonical order, reversed for ancestors
             order = canonical if relation is forward else canonical[::-1]
-            influence = dag_random_walk_influence(relation, origin_id, spec.alpha, order=order)
+            influence = dag_random_walk_influence(relation, origin, spec.alpha, order=order)
             for candidate in hops:
                 graph[candidate] = max(graph.get(candidate, 0.0), influence[candidate])
     else:
         graph = {candidate: hop_decay(h) for candidate, h in hops.items()}
+    return graph
 
-    kept: list[tuple[NodeId, int, ExtractedFields, str]] = []
+
+def _kept(
+    snapshot: MemorySnapshot, hops: dict[NodeId, int], spec: WalkSpec, query: Query
+) -> list[_Kept]:
+    """The candidates that pass the scope, kind and routing-key filters, in walk order."""
+    kept: list[_Kept] = []
     for node_id, distance in hops.items():
         node = snapshot.nodes[node_id]
         if spec.scope == "settled_only" and node.status != SETTLED:
@@ -138,7 +180,13 @@ def query_reference(
         if query.routing_key is not None and routing_key != query.routing_key:
             continue
         kept.append((node_id, distance, fields, routing_key))
+    return kept
 
+
+def _semantic_axis(
+    snapshot: MemorySnapshot, kept: list[_Kept], spec: WalkSpec, query: Query
+) -> list[float]:
+    """Each kept candidate's semantic axis: text match, named evidence, then edge support."""
     bodies = [fields.body_text for _, _, fields, _ in kept]
     semantic = [0.0] * len(kept)
     if query.text:
@@ -161,12 +209,22 @@ def query_reference(
             ]
     if spec.support > 0:
         semantic = _supported(snapshot, [node_id for node_id, *_ in kept], semantic, spec.support)
+    return semantic
 
+
+def _ranked(
+    snapshot: MemorySnapshot,
+    kept: list[_Kept],
+    graph: dict[NodeId, float],
+    semantic: list[float],
+    spec: WalkSpec,
+) -> list[Match]:
+    """The kept candidates scored on the three axes, best first."""
     observed = [to_micros(snapshot.nodes[node_id].observed_at) for node_id, *_ in kept]
     reference_time = to_micros(snapshot.captured_at)
     if spec.time_reference == "newest" and kept:
         reference_time = max(observed)
-    matches = []
+    matches: list[Match] = []
     for (node_id, distance, fields, routing_key), axis, seen in zip(
         kept, semantic, observed, strict=True
     ):
@@ -190,50 +248,61 @@ def query_reference(
             )
         )
     matches.sort(key=lambda m: (-m.score, m.hops, m.node_id))
-    if query.text and spec.bridge > 0 and matches:
-        top, runs = matches[0], names_in(matches[0].body_text)
+    return matches
+
+
+def _bridged(matches: list[Match], spec: WalkSpec) -> list[Match]:
+    """``matches`` with a gain for each one whose evidence the best match names, re-sorted."""
+    top, runs = matches[0], names_in(matches[0].body_text)
+    matches = [
+        dataclasses.replace(
+            m,
+            semantic=(axis := min(m.semantic + spec.bridge, 1.0)),
+            score=composite_score(spec.weights, m.graph, m.temporal, axis),
+        )
+        if m is not top and named(m.evidence, runs)
+        else m
+        for m in matches
+    ]
+    matches.sort(key=lambda m: (-m.score, m.hops, m.node_id))
+    return matches
+
+
+def _fed_back(matches: list[Match], spec: WalkSpec, query_text: str) -> list[Match]:
+    """``matches`` with the feedback pass's gain (the leading bodies as more query), re-sorted."""
+    leading = [m.body_text for m in matches[: spec.feedback_depth]]
+    text = feedback_text(query_text, leading)
+    if text:
+        texts = [m.body_text for m in matches]
+        axes = semantic_axes(FEEDBACK_SCORER, text, texts, lambda: texts)
         matches = [
             dataclasses.replace(
                 m,
-                semantic=(axis := min(m.semantic + spec.bridge, 1.0)),
+                semantic=(axis := min(m.semantic + spec.feedback * gain, 1.0)),
                 score=composite_score(spec.weights, m.graph, m.temporal, axis),
             )
-            if m is not top and named(m.evidence, runs)
-            else m
-            for m in matches
+            for m, gain in zip(matches, axes, strict=True)
         ]
         matches.sort(key=lambda m: (-m.score, m.hops, m.node_id))
-    if query.text and spec.feedback > 0 and matches:
-        leading = [m.body_text for m in matches[: spec.feedback_depth]]
-        text = feedback_text(query.text, leading)
-        if text:
-            texts = [m.body_text for m in matches]
-            axes = semantic_axes(FEEDBACK_SCORER, text, texts, lambda: texts)
-            matches = [
-                dataclasses.replace(
-                    m,
-                    semantic=(axis := min(m.semantic + spec.feedback * gain, 1.0)),
-                    score=composite_score(spec.weights, m.graph, m.temporal, axis),
-                )
-                for m, gain in zip(matches, axes, strict=True)
-            ]
-            matches.sort(key=lambda m: (-m.score, m.hops, m.node_id))
-    new = len(matches)  # how many lead the order with a body not seen before it
-    if spec.distinct_bodies:
-        bodies_seen: set[str] = set()
-        first: list[Match] = []
-        repeats: list[Match] = []
-        for m in matches:
-            (repeats if m.body_text and m.body_text in bodies_seen else first).append(m)
-            bodies_seen.add(m.body_text)
-        matches = first + repeats
-        new = len(first)
-    if spec.diversity == "mmr":  # the first new bodies only: a repeat stays after all of them
-        depth = min(spec.mmr_depth, new)
-        head = matches[:depth]
-        picked = mmr_order([m.score for m in head], [m.body_text for m in head], spec.mmr_lambda)
-        matches = [head[i] for i in picked] + matches[depth:]
-    return tuple(matches if spec.limit is None else matches[: spec.limit])
+    return matches
+
+
+def _distinct_first(matches: list[Match]) -> tuple[list[Match], int]:
+    """``matches`` with each repeated body after every first one, otherwise in order, and how many lead."""
+    bodies_seen: set[str] = set()
+    first: list[Match] = []
+    repeats: list[Match] = []
+    for m in matches:
+        (repeats if m.body_text and m.body_text in bodies_seen else first).append(m)
+        bodies_seen.add(m.body_text)
+    return first + repeats, len(first)
+
+
+def _mmr_first(matches: list[Match], spec: WalkSpec, depth: int) -> list[Match]:
+    """``matches`` with the first ``depth`` reordered by maximal marginal relevance."""
+    head = matches[:depth]
+    picked = mmr_order([m.score for m in head], [m.body_text for m in head], spec.mmr_lambda)
+    return [head[i] for i in picked] + matches[depth:]
 
 
 def semantic_axes(

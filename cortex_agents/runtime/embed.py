@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from langchain_core.runnables import RunnableConfig
@@ -128,13 +129,46 @@ def stage_node(
     if model is not None:
         extras["chat_model"] = model
 
+    recorder = _StageRecorder(
+        kind=kind,
+        name=name,
+        fallback=fallback,
+        after=after,
+        strategy=strategy,
+        presets=presets,
+        output=output,
+        on_error=on_error,
+        clock=clock,
+        channel=channel,
+        extras=extras,
+    )
+    return _node_function(fn, recorder)
+
+
+@dataclass(frozen=True, slots=True)
+class _StageRecorder:
+    """One ``stage_node``'s settings and the steps each call of its node takes."""
+
+    kind: str
+    name: str | None
+    fallback: str
+    after: Sequence[str] | Callable[[Any], Sequence[str]]
+    strategy: MemoryStrategy
+    presets: PresetRegistry
+    output: str | Callable[[dict[str, Any]], Any] | None
+    on_error: Literal["raise", "record"]
+    clock: Clock
+    channel: str
+    extras: dict[str, Any]
+
     def prepare(
-        state: Any, config: RunnableConfig
+        self, state: Any, config: RunnableConfig
     ) -> tuple[StageContext, list[Event], int, GraphState]:
-        require_substrate_saver(config, channel)  # a plain saver: one clear error, before any work
-        log = state.get(channel) or SubstrateLog()
-        stage = _stage_id(log, _base_id(name, fallback, config))
-        upstream = list(after(state) if callable(after) else after)
+        # a plain saver: one clear error, before any work
+        require_substrate_saver(config, self.channel)
+        log = state.get(self.channel) or SubstrateLog()
+        stage = _stage_id(log, _base_id(self.name, self.fallback, config))
+        upstream = list(self.after(state) if callable(self.after) else self.after)
         missing = [s for s in upstream if s not in log.state.nodes]
         if missing:
             known = sorted(log.state.nodes)
@@ -144,8 +178,8 @@ def stage_node(
                 "stage's id is its graph node's name unless stage_node(name=...) sets it)",
                 upstream,
             )
-        now = clock()
-        scheduled: list[Event] = [NodeScheduled(node_id=stage, kind=kind, at=now)]
+        now = self.clock()
+        scheduled: list[Event] = [NodeScheduled(node_id=stage, kind=self.kind, at=now)]
         scheduled += [EdgeAdded(source=NodeId(s), target=stage, at=now) for s in upstream]
         frontier = log.appended(scheduled)
         thread_id = str(config.get("configurable", {}).get("thread_id", ""))
@@ -154,36 +188,38 @@ def stage_node(
             stage,
             thread_id=thread_id,
             run_input=None,
-            clock=clock,
-            strategy=strategy,
-            presets=presets,
-            extras=dict(extras),
+            clock=self.clock,
+            strategy=self.strategy,
+            presets=self.presets,
+            extras=dict(self.extras),
         )
         return ctx, scheduled, len(frontier), log.state
 
-    def checked(events: list[Event], ctx: StageContext, before: GraphState) -> list[Event]:
+    def checked(self, events: list[Event], ctx: StageContext, before: GraphState) -> list[Event]:
         """``events`` if they can follow the substrate; else (``record``) the stage's failure."""
+        # only journaled events can be invalid: the rest this module builds itself
         if not ctx.journal:
             return events
         try:
             fold(events, before)
         except InvalidEvent as exc:
-            if on_error == "raise":
+            if self.on_error == "raise":
                 raise
             error = f"InvalidEvent: the stage journaled an event that cannot be recorded ({exc})"
             started = [e for e in events if not isinstance(e, StageCompleted | StageFailed)]
             kept = [e for e in started if e not in ctx.journal]
-            return [*kept, StageFailed(node_id=ctx.stage_id, at=clock(), error=error)]
+            return [*kept, StageFailed(node_id=ctx.stage_id, at=self.clock(), error=error)]
         return events
 
     def finish(
-        ctx: StageContext, scheduled: list[Event], seen: int, before: GraphState, update: Any
+        self, ctx: StageContext, scheduled: list[Event], seen: int, before: GraphState, update: Any
     ) -> dict[str, Any]:
         update = {} if update is None else update
         if not isinstance(update, dict):
             raise InvalidArgument(
                 "update", "a stage node must return a dict (a state update)", type(update).__name__
             )
+        output, channel = self.output, self.channel
         body = {k: v for k, v in update.items() if k != channel}
         recorded = body.get(output) if isinstance(output, str) else output(body) if output else body
         events = [
@@ -192,48 +228,57 @@ def stage_node(
             *ctx.journal,
             StageCompleted(
                 node_id=ctx.stage_id,
-                at=clock(),
+                at=self.clock(),
                 output=to_json_output(recorded, fallback=str),
             ),
         ]
-        events = checked(events, ctx, before)
+        events = self.checked(events, ctx, before)
+        # a failed stage's update is dropped: only its events are written
         if isinstance(events[-1], StageFailed):
             return {channel: [event_to_dict(e) for e in events]}
         return {**body, channel: [*update.get(channel, ()), *(event_to_dict(e) for e in events)]}
 
     def failed(
-        ctx: StageContext, scheduled: list[Event], seen: int, before: GraphState, exc: Exception
+        self,
+        ctx: StageContext,
+        scheduled: list[Event],
+        seen: int,
+        before: GraphState,
+        exc: Exception,
     ) -> dict[str, Any]:
         events = [
             *scheduled,
             StageStarted(node_id=ctx.stage_id, at=ctx.entry_time, frontier=seen),
             *ctx.journal,
-            StageFailed(node_id=ctx.stage_id, at=clock(), error=describe_error(exc)),
+            StageFailed(node_id=ctx.stage_id, at=self.clock(), error=describe_error(exc)),
         ]
-        return {channel: [event_to_dict(e) for e in checked(events, ctx, before)]}
+        return {self.channel: [event_to_dict(e) for e in self.checked(events, ctx, before)]}
 
+
+def _node_function(fn: StageNodeFunction, recorder: _StageRecorder) -> Callable[..., Any]:
+    """The LangGraph node that runs ``fn`` as a stage: async if ``fn`` is."""
     if inspect.iscoroutinefunction(fn):
 
         async def anode(state: Any, config: RunnableConfig) -> dict[str, Any]:
-            ctx, scheduled, seen, before = prepare(state, config)
+            ctx, scheduled, seen, before = recorder.prepare(state, config)
             try:
-                return finish(ctx, scheduled, seen, before, await fn(state, ctx))
+                return recorder.finish(ctx, scheduled, seen, before, await fn(state, ctx))
             except Exception as exc:
-                if on_error == "raise":
+                if recorder.on_error == "raise":
                     raise
-                return failed(ctx, scheduled, seen, before, exc)
+                return recorder.failed(ctx, scheduled, seen, before, exc)
 
-        anode.__name__ = name or fallback
+        anode.__name__ = recorder.name or recorder.fallback
         return anode
 
     def node(state: Any, config: RunnableConfig) -> dict[str, Any]:
-        ctx, scheduled, seen, before = prepare(state, config)
+        ctx, scheduled, seen, before = recorder.prepare(state, config)
         try:
-            return finish(ctx, scheduled, seen, before, fn(state, ctx))
+            return recorder.finish(ctx, scheduled, seen, before, fn(state, ctx))
         except Exception as exc:
-            if on_error == "raise":
+            if recorder.on_error == "raise":
                 raise
-            return failed(ctx, scheduled, seen, before, exc)
+            return recorder.failed(ctx, scheduled, seen, before, exc)
 
-    node.__name__ = name or fallback
+    node.__name__ = recorder.name or recorder.fallback
     return node

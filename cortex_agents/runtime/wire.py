@@ -239,19 +239,7 @@ def _problems(wire: Wire) -> list[Problem]:
     problems: list[Problem] = []
     if not isinstance(wire.name, str) or not ID_PATTERN.fullmatch(wire.name):
         problems.append(Problem("name", f"must match `{ID_PATTERN.pattern}` (got {wire.name!r})"))
-    for name, kind in wire.kinds.items():
-        if not ID_PATTERN.fullmatch(name) or name == "scheduler" or name.startswith("__"):
-            problems.append(
-                Problem(
-                    f"kinds[{name!r}]", f"must match `{ID_PATTERN.pattern}` and not be reserved"
-                )
-            )
-        elif len(name) > MAX_ID_CHARS:
-            problems.append(
-                Problem(f"kinds[{name[:40]!r}...]", f"must be at most {MAX_ID_CHARS} characters")
-            )
-        elif not isinstance(kind, StageKind) or not callable(kind.fn):
-            problems.append(Problem(f"kinds[{name!r}]", "must be a StageKind with a callable `fn`"))
+    problems += _kind_problems(wire)
     if not wire.stages:
         problems.append(Problem("stages", "must declare at least one stage"))
     seen: dict[str, int] = {}
@@ -277,39 +265,76 @@ def _problems(wire: Wire) -> list[Problem]:
             )
         else:
             seen[stage.id] = i
-        if stage.kind not in wire.kinds:
-            problems.append(
-                Problem(
-                    f"{where}.kind",
-                    f"unknown kind {stage.kind!r}; registered: {sorted(wire.kinds)}",
-                )
-            )
-        problems += _strategy_problems(stage.memory, f"{where}.memory", wire)
-        problems += _stored_problems(stage, where)
-        if isinstance(stage.config, Mapping):
-            settings = stage.config.get("scratch_connector")
-            problems += connector_problems(settings, f"{where}.config.scratch_connector")
-            if "structured_output" in stage.config:
-                problems += _structured_output_problems(
-                    stage.config["structured_output"], f"{where}.config.structured_output"
-                )
-        if stage.rewrite is not None and not isinstance(stage.rewrite, RewritePolicy):
-            problems.append(
-                Problem(
-                    f"{where}.rewrite", "must be a RewritePolicy(forms=..., attempts=...) or None"
-                )
-            )
-        if stage.scratch not in (None, "global", "per_thread"):
-            problems.append(
-                Problem(
-                    f"{where}.scratch",
-                    f"must be 'global', 'per_thread' or None (got {stage.scratch!r})",
-                )
-            )
+        problems += _stage_problems(stage, where, wire)
     problems += _scorer_problems(wire)
+    problems += _edge_problems(wire.edges, seen)
+    if wire.on_failure not in ("stop", "continue"):
+        problems.append(
+            Problem("on_failure", f"must be 'stop' or 'continue' (got {wire.on_failure!r})")
+        )
+    problems += _budget_problems(wire.budget)
+    return problems
+
+
+def _kind_problems(wire: Wire) -> list[Problem]:
+    """What is wrong with the wire's kind names and registrations."""
+    problems: list[Problem] = []
+    for name, kind in wire.kinds.items():
+        # reserved: `scheduler` is the compiled graph's own node, `__*` names are LangGraph's
+        if not ID_PATTERN.fullmatch(name) or name == "scheduler" or name.startswith("__"):
+            problems.append(
+                Problem(
+                    f"kinds[{name!r}]", f"must match `{ID_PATTERN.pattern}` and not be reserved"
+                )
+            )
+        elif len(name) > MAX_ID_CHARS:
+            problems.append(
+                Problem(f"kinds[{name[:40]!r}...]", f"must be at most {MAX_ID_CHARS} characters")
+            )
+        elif not isinstance(kind, StageKind) or not callable(kind.fn):
+            problems.append(Problem(f"kinds[{name!r}]", "must be a StageKind with a callable `fn`"))
+    return problems
+
+
+def _stage_problems(stage: StageSpec, where: str, wire: Wire) -> list[Problem]:
+    """What is wrong with one stage besides its id (kind, memory, config, rewrite, scratch)."""
+    problems: list[Problem] = []
+    if stage.kind not in wire.kinds:
+        problems.append(
+            Problem(
+                f"{where}.kind",
+                f"unknown kind {stage.kind!r}; registered: {sorted(wire.kinds)}",
+            )
+        )
+    problems += _strategy_problems(stage.memory, f"{where}.memory", wire)
+    problems += _stored_problems(stage, where)
+    if isinstance(stage.config, Mapping):
+        settings = stage.config.get("scratch_connector")
+        problems += connector_problems(settings, f"{where}.config.scratch_connector")
+        if "structured_output" in stage.config:
+            problems += _structured_output_problems(
+                stage.config["structured_output"], f"{where}.config.structured_output"
+            )
+    if stage.rewrite is not None and not isinstance(stage.rewrite, RewritePolicy):
+        problems.append(
+            Problem(f"{where}.rewrite", "must be a RewritePolicy(forms=..., attempts=...) or None")
+        )
+    if stage.scratch not in (None, "global", "per_thread"):
+        problems.append(
+            Problem(
+                f"{where}.scratch",
+                f"must be 'global', 'per_thread' or None (got {stage.scratch!r})",
+            )
+        )
+    return problems
+
+
+def _edge_problems(edges: Sequence[tuple[str, str]], seen: Mapping[str, int]) -> list[Problem]:
+    """Edges naming unknown stages, repeated edges, and a cycle if there is one."""
+    problems: list[Problem] = []
     relation: dict[NodeId, list[NodeId]] = {NodeId(s): [] for s in seen}
     pairs: set[tuple[str, str]] = set()
-    for i, (source, target) in enumerate(wire.edges):
+    for i, (source, target) in enumerate(edges):
         for end, value in (("source", source), ("target", target)):
             if value not in seen:
                 problems.append(Problem(f"edges[{i}].{end}", f"unknown stage {value!r}"))
@@ -322,14 +347,15 @@ def _problems(wire: Wire) -> list[Problem]:
         canonical_order(relation)
     except CycleError as exc:
         problems.append(Problem("edges", f"cycle {' -> '.join(exc.cycle)}; a wire must be a DAG"))
-    if wire.on_failure not in ("stop", "continue"):
-        problems.append(
-            Problem("on_failure", f"must be 'stop' or 'continue' (got {wire.on_failure!r})")
-        )
-    if not isinstance(wire.budget, RewriteBudget):
-        problems.append(Problem("budget", "must be a RewriteBudget (see WireBuilder.budget)"))
-        return problems
-    for dimension, amount in wire.budget.as_dict().items():
+    return problems
+
+
+def _budget_problems(budget: object) -> list[Problem]:
+    """What is wrong with the wire's rewrite budget."""
+    if not isinstance(budget, RewriteBudget):
+        return [Problem("budget", "must be a RewriteBudget (see WireBuilder.budget)")]
+    problems: list[Problem] = []
+    for dimension, amount in budget.as_dict().items():
         if isinstance(amount, bool) or not isinstance(amount, int) or amount < 0:
             problems.append(
                 Problem(f"budget.{dimension}", f"must be an integer >= 0 (got {amount!r})")

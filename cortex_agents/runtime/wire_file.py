@@ -239,7 +239,30 @@ def _from_data(data: Any, base: Path) -> Wire:
     problems: list[Problem] = []
     presets = _with_scorers(BUILTIN_PRESETS, spec.scorers, base, problems)
     presets = _with_projections(presets, spec.projections, base, problems)
-    for name, p in spec.presets.items():
+    presets = _with_presets(presets, spec.presets, problems)
+    if problems:
+        raise InvalidWire(problems)
+    builder = (
+        WireBuilder(spec.name, presets=presets)
+        .on_failure(spec.on_failure)
+        .budget(**spec.budget.model_dump())
+    )
+    _add_kinds(builder, spec.kinds, base, problems)
+    _add_stages(builder, spec.stages, problems)
+    try:
+        wire = builder.build()
+    except InvalidWire as exc:
+        problems += exc.problems
+    if problems:
+        raise InvalidWire(problems)
+    return wire
+
+
+def _with_presets(
+    presets: PresetRegistry, declared: dict[str, _Preset], problems: list[Problem]
+) -> PresetRegistry:
+    """``presets`` with the file's ``[presets]`` registered (problems collected, not raised)."""
+    for name, p in declared.items():
         try:
             walk = WalkSpec(
                 direction=p.direction,
@@ -277,16 +300,16 @@ def _from_data(data: Any, base: Path) -> Wire:
             problems.append(
                 Problem(f"presets.{name}.{exc.field}", f"{exc.rule} (got {exc.value!r})")
             )
-    if problems:
-        raise InvalidWire(problems)
-    builder = (
-        WireBuilder(spec.name, presets=presets)
-        .on_failure(spec.on_failure)
-        .budget(**spec.budget.model_dump())
-    )
+    return presets
+
+
+def _add_kinds(
+    builder: WireBuilder, kinds: dict[str, str], base: Path, problems: list[Problem]
+) -> None:
+    """Declare the file's kinds on ``builder`` (problems collected, not raised)."""
     # Every problem is collected, then reported together: a kind that cannot be loaded
     # stays declared (so its stages are not also "unknown kind") and nothing runs.
-    for name, reference in spec.kinds.items():
+    for name, reference in kinds.items():
         try:
             fn = _resolve(reference, base, f"kinds.{name}")
         except InvalidWire as exc:
@@ -296,7 +319,11 @@ def _from_data(data: Any, base: Path) -> Wire:
             problems.append(Problem(f"kinds.{name}", f"{reference!r} is not callable"))
             fn = _unloaded
         builder.kind(name, fn)
-    for i, stage in enumerate(spec.stages):
+
+
+def _add_stages(builder: WireBuilder, stages: list[_Stage], problems: list[Problem]) -> None:
+    """Add the file's stages to ``builder`` (problems collected, not raised)."""
+    for i, stage in enumerate(stages):
         if stage.memory.strategy == "classic":  # it reads none of the other keys: say so
             problems += [
                 Problem(
@@ -344,13 +371,6 @@ def _from_data(data: Any, base: Path) -> Wire:
             scratch=stage.scratch,
             rewrite=rewrite,
         )
-    try:
-        wire = builder.build()
-    except InvalidWire as exc:
-        problems += exc.problems
-    if problems:
-        raise InvalidWire(problems)
-    return wire
 
 
 def _with_scorers(

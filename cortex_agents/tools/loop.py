@@ -258,61 +258,88 @@ def run_tool_loop(
     rounds = policy.max_rounds if catalog else 0
     for turn in range(rounds + 1):
         sent = prepare(list(transcript)) if prepare is not None else transcript
-        if turn < rounds:
-            offered, choice = _offer(
-                policy.first if turn == 0 else policy.then, catalog, policy.force
-            )
-            reply = model.bind_tools(offered, tool_choice=choice).invoke(sent)
-        else:
-            reply = model.invoke(sent)
-        answer = reply if isinstance(reply, AIMessage) else AIMessage(content=str(reply.content))
-        asked = [*answer.tool_calls, *answer.invalid_tool_calls]
-        # In the order the model made them (LangChain splits valid from invalid calls).
-        made = answer.additional_kwargs.get("tool_calls") or []
-        order = {c.get("id"): i for i, c in enumerate(made) if isinstance(c, dict)}
-        asked.sort(key=lambda c: order.get(c.get("id"), len(order)))
-        if asked and not answer.content and policy.empty_content is not None:
-            answer = answer.model_copy(update={"content": policy.empty_content})
+        answer, asked = _model_turn(model, sent, turn, rounds, policy, catalog)
         transcript.append(_resent(answer, policy.resend_invalid))
         if not asked:
             return ToolLoopResult(answer, transcript, calls)
         for index, call in enumerate(asked):
-            if index >= policy.max_calls_per_turn:
-                message, record = _refused(
-                    call,
-                    "too_many_calls",
-                    f"at most {policy.max_calls_per_turn} tool calls run per turn; "
-                    "this one did not run: call it again in the next turn",
-                )
-            elif call.get("type") != "invalid_tool_call" and deeper_than(call.get("args")):
-                # LangChain itself cannot print such arguments (RecursionError); no tool takes them
-                message, record = _refused(
-                    call,
-                    "invalid_argument",
-                    f"`arguments` nest deeper than {MAX_DEPTH} levels; nothing ran",
-                )
-            elif call.get("type") == "invalid_tool_call":
-                message, record = _refused(
-                    call,
-                    "invalid_argument",
-                    f"the arguments are not a valid JSON object ({call.get('error') or 'unparsable'})"
-                    "; nothing ran",
-                )
-            else:
-                message, record = execute_call(call, catalog if turn < rounds else {}, context)
+            # the last turn offers no tools: a call the model makes anyway runs nothing
+            message, record = _run_call(
+                call, index, policy, catalog if turn < rounds else {}, context
+            )
             transcript.append(message)
             calls.append(record)
             if journal is not None and context is not None:
-                journal(
-                    tool_call_event(
-                        node_id=context.stage_id,
-                        tool=record.name,
-                        call_id=record.call_id,
-                        arguments=record.arguments,
-                        summary=call_summary(record.status, record.content, record.artifact),
-                        at=context.clock(),
-                    )
-                )
+                journal(_journal_event(record, context))
     return ToolLoopResult(
         transcript[-1] if isinstance(transcript[-1], AIMessage) else answer, transcript, calls
+    )
+
+
+def _model_turn(
+    model: LoopModel,
+    sent: list[BaseMessage],
+    turn: int,
+    rounds: int,
+    policy: ToolPolicy,
+    catalog: dict[str, BaseTool],
+) -> tuple[AIMessage, list[Any]]:
+    """One model call, offered tools while rounds remain: its answer and the calls it asked for."""
+    if turn < rounds:
+        offered, choice = _offer(policy.first if turn == 0 else policy.then, catalog, policy.force)
+        reply = model.bind_tools(offered, tool_choice=choice).invoke(sent)
+    else:
+        reply = model.invoke(sent)
+    answer = reply if isinstance(reply, AIMessage) else AIMessage(content=str(reply.content))
+    asked = [*answer.tool_calls, *answer.invalid_tool_calls]
+    # In the order the model made them (LangChain splits valid from invalid calls).
+    made = answer.additional_kwargs.get("tool_calls") or []
+    order = {c.get("id"): i for i, c in enumerate(made) if isinstance(c, dict)}
+    asked.sort(key=lambda c: order.get(c.get("id"), len(order)))
+    if asked and not answer.content and policy.empty_content is not None:
+        answer = answer.model_copy(update={"content": policy.empty_content})
+    return answer, asked
+
+
+def _run_call(
+    call: Any,
+    index: int,
+    policy: ToolPolicy,
+    catalog: dict[str, BaseTool],
+    context: JournalContext | None,
+) -> tuple[ToolMessage, ToolCall]:
+    """Run the ``index``-th call of a turn, or refuse it (over the limit, too deep, unparsable)."""
+    if index >= policy.max_calls_per_turn:
+        return _refused(
+            call,
+            "too_many_calls",
+            f"at most {policy.max_calls_per_turn} tool calls run per turn; "
+            "this one did not run: call it again in the next turn",
+        )
+    if call.get("type") != "invalid_tool_call" and deeper_than(call.get("args")):
+        # LangChain itself cannot print such arguments (RecursionError); no tool takes them
+        return _refused(
+            call,
+            "invalid_argument",
+            f"`arguments` nest deeper than {MAX_DEPTH} levels; nothing ran",
+        )
+    if call.get("type") == "invalid_tool_call":
+        return _refused(
+            call,
+            "invalid_argument",
+            f"the arguments are not a valid JSON object ({call.get('error') or 'unparsable'})"
+            "; nothing ran",
+        )
+    return execute_call(call, catalog, context)
+
+
+def _journal_event(record: ToolCall, context: JournalContext) -> ToolCallMade:
+    """The ``tool_call_made`` event of one call, stamped by the stage's clock."""
+    return tool_call_event(
+        node_id=context.stage_id,
+        tool=record.name,
+        call_id=record.call_id,
+        arguments=record.arguments,
+        summary=call_summary(record.status, record.content, record.artifact),
+        at=context.clock(),
     )
