@@ -48,13 +48,17 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cortex_agents.errors import WriterFenced
 from cortex_agents.persistence.locks import Lease
 
-__all__ = ["Fence", "Writers", "fenced"]
+if TYPE_CHECKING:
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+
+__all__ = ["Fence", "JointStore", "Writers", "fenced"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +93,24 @@ def fenced(fence: Fence, found: int | None) -> WriterFenced:
             f"{fence.epoch}), so its lock had been lost"
         )
     return WriterFenced(fence.thread_id, reason)
+
+
+class JointStore(Protocol):
+    """A substrate store whose transaction a checkpoint write can join (the SQL stores).
+
+    A lock holder's commits go through its ``atomic`` block (see the module).
+    """
+
+    def atomic(
+        self,
+        serde: Any,
+        *,
+        fence: Fence | None = None,
+        doing: str = "import",
+        pipelined: bool = False,
+    ) -> AbstractContextManager[BaseCheckpointSaver[str]]:
+        """One transaction for substrate rows and checkpoints (a saver whose writes join it)."""
+        ...
 
 
 class Writers:

@@ -51,8 +51,8 @@ import inspect
 import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
-from typing import Any, Protocol, cast
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -65,10 +65,12 @@ from langgraph.checkpoint.base import (
 )
 
 from cortex_agents.errors import InvalidArgument
-from cortex_agents.persistence.fencing import Fence, Writers
+from cortex_agents.persistence import thread_ops
+from cortex_agents.persistence.fencing import Fence, JointStore, Writers
 from cortex_agents.persistence.locks import ProcessLocks, ThreadLocks
 from cortex_agents.persistence.solo import HeldWrites, SoloWrites
 from cortex_agents.persistence.store import EMPTY_CURSOR, Cursor, SubstrateStore
+from cortex_agents.persistence.wrap import substrate_store
 from cortex_agents.substrate.log import SubstrateLog
 
 __all__ = ["DEFAULT_CHANNEL", "CortexSaver"]
@@ -76,21 +78,6 @@ __all__ = ["DEFAULT_CHANNEL", "CortexSaver"]
 DEFAULT_CHANNEL = "substrate"
 _Key = tuple[str, str, str]
 _Parent = tuple[Cursor, SubstrateLog]  # a parent checkpoint's cursor and log
-
-
-class _JointStore(Protocol):
-    """A substrate store whose transaction a checkpoint write can join (the SQL stores)."""
-
-    def atomic(
-        self,
-        serde: Any,
-        *,
-        fence: Fence | None = None,
-        doing: str = "import",
-        pipelined: bool = False,
-    ) -> AbstractContextManager[BaseCheckpointSaver[str]]:
-        """One transaction for substrate rows and checkpoints (a saver whose writes join it)."""
-        ...
 
 
 def _ids(config: RunnableConfig) -> tuple[str, str, str | None]:
@@ -144,7 +131,7 @@ class CortexSaver(BaseCheckpointSaver[str]):
         self._solo = solo if solo is not None else SoloWrites()
         self._joint = self._joint_store()
         # where a lock holder's commits go: any store that can join a checkpoint write
-        self._fencing = cast(_JointStore, store) if hasattr(store, "atomic") else None
+        self._fencing = cast(JointStore, store) if hasattr(store, "atomic") else None
 
     @classmethod
     def wrap(
@@ -174,9 +161,16 @@ class CortexSaver(BaseCheckpointSaver[str]):
             InvalidArgument: a saver it does not know (build ``CortexSaver(saver, store)``).
             MissingExtra: a Postgres saver without the ``[postgres]`` extra.
         """
-        from cortex_agents.persistence.wrap import wrap_saver
-
-        return wrap_saver(saver, channel=channel, database=database)
+        if isinstance(saver, CortexSaver):
+            if saver.channel != channel:
+                raise InvalidArgument(
+                    "channel",
+                    f"must be {saver.channel!r}, the channel this CortexSaver already stores",
+                    channel,
+                )
+            return saver
+        store, locks = substrate_store(saver, database)  # wrap.py picks it; the saver is built here
+        return CortexSaver(saver, store, channel=channel, locks=locks, owns_store=True)
 
     def stores_substrate(self, channel: str) -> bool:
         """Whether this saver stores ``channel`` as substrate rows."""
@@ -430,7 +424,7 @@ class CortexSaver(BaseCheckpointSaver[str]):
         thread_id = config.get("configurable", {}).get("thread_id")
         return None if thread_id is None else self._writers.get(str(thread_id))
 
-    def _joint_store(self) -> _JointStore | None:
+    def _joint_store(self) -> JointStore | None:
         """The store, if it shares the inner saver's connection (:func:`open_saver`'s SQLite pair).
 
         Then every put joins the store's transaction, lock or not: one commit instead of two.
@@ -441,7 +435,7 @@ class CortexSaver(BaseCheckpointSaver[str]):
             and hasattr(self.store, "atomic")
             and getattr(self.inner, "conn", None) is conn
         ):
-            return cast(_JointStore, self.store)
+            return cast(JointStore, self.store)
         return None
 
     def put_writes(
@@ -630,28 +624,31 @@ class CortexSaver(BaseCheckpointSaver[str]):
             for key in [k for k in self._cursors if k[0] == thread_id]:
                 del self._cursors[key]
 
-    # -- optional capabilities (see persistence/thread_ops.py) ---------------------------
+    # -- optional capabilities: persistence/thread_ops.py, which types a saver by a Protocol --
     def forget_thread(self, thread_id: str) -> None:
         """Drop what this saver remembers of a thread (its rows were rewritten elsewhere)."""
         self._forget(str(thread_id))
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy every checkpoint, pending write and substrate event of a thread to a new one."""
-        from cortex_agents.persistence.thread_ops import copy_thread
-
-        copy_thread(self, source_thread_id, target_thread_id)
+        thread_ops.copy_thread(self, source_thread_id, target_thread_id)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints (and writes) of these runs (``metadata.run_id``)."""
-        from cortex_agents.persistence.thread_ops import delete_for_runs
-
-        delete_for_runs(self, run_ids)
+        thread_ops.delete_for_runs(self, run_ids)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Keep only each namespace's latest checkpoint (``keep_latest``), or none (``delete``)."""
-        from cortex_agents.persistence.thread_ops import prune
+        thread_ops.prune(self, thread_ids, strategy)
 
-        prune(self, thread_ids, strategy)
+    @contextmanager
+    def _transaction(self) -> Iterator[CortexSaver]:
+        """A saver over the same store whose writes in the block commit together, or not at all."""
+        if self._fencing is None:  # the in-memory twin: every write is already applied whole
+            yield self
+            return
+        with self._fencing.atomic(self.inner.serde) as inner:
+            yield CortexSaver(inner, self.store, channel=self.channel, locks=self.locks)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """:meth:`copy_thread`, off the event loop."""

@@ -7,13 +7,12 @@ is the easy mistake. LangGraph's own check refuses anything that is not a
 ``BaseCheckpointSaver`` with a message that does not say what to write instead,
 and a plain ``@contextmanager`` object would reach it.
 
-So, at run time only, these classes also derive from ``BaseCheckpointSaver``:
-``compile`` accepts them, and the first thing LangGraph asks of its
-checkpointer (reading the thread's latest checkpoint, before any node runs)
-raises :class:`~cortex_agents.errors.InvalidArgument` with the ``with`` line to
-write. Type checkers do not see that base, so ``mypy`` still flags the mistake
-before it runs. Nothing is opened until ``__enter__``: a misused context
-manager holds no connection.
+So, at run time only, these classes also derive from ``BaseCheckpointSaver``
+(through :class:`~cortex_agents.persistence.misuse.RefusingSaver`): ``compile``
+accepts them, and the first thing LangGraph asks of its checkpointer raises
+:class:`~cortex_agents.errors.InvalidArgument` with the ``with`` line to write;
+``mypy`` still flags the mistake before it runs. Nothing is opened until
+``__enter__``: a misused context manager holds no connection.
 """
 
 from __future__ import annotations
@@ -21,55 +20,18 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING
 
 from cortex_agents.errors import InvalidArgument
+from cortex_agents.persistence.misuse import RefusingSaver, misused
 
 if TYPE_CHECKING:
     from cortex_agents.persistence.saver import CortexSaver
 
-    _NotASaver = object
-else:
-    from langgraph.checkpoint.base import BaseCheckpointSaver as _NotASaver
-
 __all__ = ["AsyncSaverContext", "SaverContext", "misused"]
 
 
-def misused(call: str, *, asynchronous: bool) -> InvalidArgument:
-    """The error for a saver's context manager used as the saver itself."""
-    opening = f"async with {call} as saver:" if asynchronous else f"with {call} as saver:"
-    return InvalidArgument(
-        "checkpointer",
-        f"must be a saver, and {call} is a context manager that opens one for a lifetime: "
-        f"write `{opening}` and pass `checkpointer=saver` inside the block "
-        "(memory_saver() is a saver with no file to close)",
-        call,
-    )
-
-
-class _Refusing(_NotASaver):  # type: ignore[misc, valid-type, unused-ignore]
-    """A ``BaseCheckpointSaver`` at run time whose every checkpoint operation explains the misuse."""
-
-    _call: str
-    _asynchronous: bool
-
-    def misuse(self) -> InvalidArgument:
-        """The error for this context manager passed where its saver belongs."""
-        return misused(self._call, asynchronous=self._asynchronous)
-
-    def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
-        raise self.misuse()
-
-    # what LangGraph calls first, sync and async, and the rest of the saver protocol
-    get_tuple = aget_tuple = list = alist = _refuse
-    put = aput = put_writes = aput_writes = _refuse
-    delete_thread = adelete_thread = get_next_version = _refuse
-
-    def __repr__(self) -> str:
-        return f"<context manager {self._call}>"
-
-
-class SaverContext(_Refusing, AbstractContextManager["CortexSaver"]):
+class SaverContext(RefusingSaver, AbstractContextManager["CortexSaver"]):
     """A context manager yielding a :class:`CortexSaver` that is closed on exit.
 
     Not a saver itself: ``checkpointer=open_saver(db)`` fails on the graph's
@@ -102,7 +64,7 @@ class SaverContext(_Refusing, AbstractContextManager["CortexSaver"]):
         return self._opened.__exit__(exc_type, exc, traceback)
 
 
-class AsyncSaverContext(_Refusing, AbstractAsyncContextManager["CortexSaver"]):
+class AsyncSaverContext(RefusingSaver, AbstractAsyncContextManager["CortexSaver"]):
     """An async context manager yielding a :class:`CortexSaver` that is closed on exit.
 
     Not a saver itself: ``checkpointer=aopen_saver(db)`` fails on the graph's

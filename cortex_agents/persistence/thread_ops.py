@@ -23,39 +23,79 @@ nothing to half-commit.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
-from langgraph.checkpoint.base import CheckpointTuple
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+)
 
 from cortex_agents.errors import InvalidArgument
 
-if TYPE_CHECKING:
-    from cortex_agents.persistence.saver import CortexSaver
-
-__all__ = ["copy_thread", "delete_for_runs", "one_transaction", "prune"]
+__all__ = ["ThreadSaver", "copy_thread", "delete_for_runs", "prune"]
 
 
-@contextmanager
-def one_transaction(saver: CortexSaver) -> Iterator[CortexSaver]:
-    """A saver over the same store whose writes in the block commit together, or not at all."""
-    from cortex_agents.persistence.saver import CortexSaver
+class ThreadSaver(Protocol):
+    """What these operations use of a saver: a :class:`CortexSaver`, named by its shape.
 
-    atomic = getattr(saver.store, "atomic", None)
-    if atomic is None:  # the in-memory twin: every write is already applied whole
-        yield saver
-        return
-    with atomic(saver.inner.serde) as inner:
-        yield CortexSaver(inner, saver.store, channel=saver.channel, locks=saver.locks)
+    ``CortexSaver.copy_thread`` (and ``delete_for_runs``, ``prune``) delegate
+    here, so :mod:`~cortex_agents.persistence.saver` imports this module; were
+    this module to import the class back, the two would form an import cycle.
+    The operations need no more of the class than this, and the one thing only
+    the class can do — build a saver over a transaction — is its
+    ``_transaction()``.
+    """
+
+    @property
+    def inner(self) -> BaseCheckpointSaver[str]:
+        """The LangGraph saver that stores the checkpoints."""
+        ...
+
+    def list(self, config: RunnableConfig | None) -> Iterator[CheckpointTuple]:
+        """Checkpoints newest first, each with its substrate rehydrated."""
+        ...
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Store a checkpoint (its substrate as rows)."""
+        ...
+
+    def put_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str
+    ) -> None:
+        """Store a task's pending writes."""
+        ...
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete the thread's checkpoints and substrate."""
+        ...
+
+    def forget_thread(self, thread_id: str) -> None:
+        """Drop what the saver remembers of a thread."""
+        ...
+
+    def _transaction(self) -> AbstractContextManager[ThreadSaver]:
+        """A saver over the same store whose writes in the block commit together, or not at all."""
+        ...
 
 
-def _history(saver: CortexSaver, thread_id: str) -> list[CheckpointTuple]:
+def _history(saver: ThreadSaver, thread_id: str) -> list[CheckpointTuple]:
     """Every checkpoint of a thread, all namespaces, oldest first (parents before children)."""
     newest_first = list(saver.list({"configurable": {"thread_id": str(thread_id)}}))
     return sorted(newest_first, key=lambda t: t.checkpoint["id"])
 
 
-def _put_all(target: CortexSaver, thread_id: str, tuples: Sequence[CheckpointTuple]) -> None:
+def _put_all(target: ThreadSaver, thread_id: str, tuples: Sequence[CheckpointTuple]) -> None:
     for tup in tuples:
         namespace = tup.config["configurable"].get("checkpoint_ns", "")
         configurable: dict[str, Any] = {"thread_id": str(thread_id), "checkpoint_ns": namespace}
@@ -70,14 +110,14 @@ def _put_all(target: CortexSaver, thread_id: str, tuples: Sequence[CheckpointTup
             target.put_writes(stored, writes, task_id)
 
 
-def _rebuild(saver: CortexSaver, thread_id: str, keep: Sequence[CheckpointTuple]) -> None:
-    with one_transaction(saver) as target:
+def _rebuild(saver: ThreadSaver, thread_id: str, keep: Sequence[CheckpointTuple]) -> None:
+    with saver._transaction() as target:
         target.delete_thread(thread_id)
         _put_all(target, thread_id, keep)
     saver.forget_thread(thread_id)
 
 
-def copy_thread(saver: CortexSaver, source_thread_id: str, target_thread_id: str) -> None:
+def copy_thread(saver: ThreadSaver, source_thread_id: str, target_thread_id: str) -> None:
     """Copy every checkpoint and pending write of one thread to another (substrate included).
 
     A source without checkpoints copies nothing.
@@ -92,12 +132,12 @@ def copy_thread(saver: CortexSaver, source_thread_id: str, target_thread_id: str
     history = _history(saver, source_thread_id)
     if not history:
         return
-    with one_transaction(saver) as target:
+    with saver._transaction() as target:
         _put_all(target, target_thread_id, history)
     saver.forget_thread(str(target_thread_id))
 
 
-def prune(saver: CortexSaver, thread_ids: Sequence[str], strategy: str = "keep_latest") -> None:
+def prune(saver: ThreadSaver, thread_ids: Sequence[str], strategy: str = "keep_latest") -> None:
     """``keep_latest``: keep each namespace's newest checkpoint and its writes; ``delete``: all.
 
     Raises:
@@ -117,7 +157,7 @@ def prune(saver: CortexSaver, thread_ids: Sequence[str], strategy: str = "keep_l
             _rebuild(saver, thread_id, sorted(newest.values(), key=lambda t: t.checkpoint["id"]))
 
 
-def delete_for_runs(saver: CortexSaver, run_ids: Sequence[str]) -> None:
+def delete_for_runs(saver: ThreadSaver, run_ids: Sequence[str]) -> None:
     """Delete the checkpoints (and their writes) whose metadata names one of ``run_ids``."""
     doomed = {str(r) for r in run_ids}
     threads: set[str] = set()

@@ -37,7 +37,6 @@ from langgraph.checkpoint.base import empty_checkpoint
 from cortex_agents.errors import InvalidArgument, Problem, UnknownNode, UnknownThread
 from cortex_agents.memory.snapshot import MemorySnapshot
 from cortex_agents.persistence.saver import CortexSaver
-from cortex_agents.persistence.thread_ops import one_transaction
 from cortex_agents.rewrite.budget import budget_problems
 from cortex_agents.snapshotfile import (
     LeftOut,
@@ -204,7 +203,7 @@ def memory_snapshot(
 def _one_transaction(saver: CortexSaver, thread_id: str) -> Iterator[CortexSaver]:
     """A saver whose substrate and checkpoint writes commit together, or not at all."""
     try:
-        with one_transaction(saver) as target:
+        with saver._transaction() as target:
             yield target
     except BaseException:
         if getattr(saver.store, "atomic", None) is None:  # the in-memory twin: undo what did

@@ -21,6 +21,11 @@ tables are set up by its ``setup()`` as LangGraph documents (or by
 :meth:`CortexSaver.setup` / :meth:`CortexSaver.asetup`, which do both). Writer
 locks follow the database: a sidecar lock file for a SQLite file, advisory
 locks for Postgres, in-process locks for memory.
+
+This module picks the store (:func:`substrate_store`); :meth:`CortexSaver.wrap`
+builds the saver over it. The dependency points one way, from the saver down
+to here: this module names no saver class, so it never imports
+:mod:`~cortex_agents.persistence.saver` back (no import cycle, issue 25).
 """
 
 from __future__ import annotations
@@ -34,15 +39,14 @@ from typing import TYPE_CHECKING, Any
 from cortex_agents.errors import InvalidArgument
 from cortex_agents.persistence.inmemory import InMemorySubstrateStore
 from cortex_agents.persistence.locks import FileLocks, PostgresLocks, ProcessLocks, ThreadLocks
+from cortex_agents.persistence.misuse import RefusingSaver
 from cortex_agents.persistence.store import SubstrateStore
 from cortex_agents.persistence.urls import require_postgres_extra
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
 
-    from cortex_agents.persistence.saver import CortexSaver
-
-__all__ = ["SUPPORTED_SAVERS", "require_substrate_saver", "wrap_saver"]
+__all__ = ["SUPPORTED_SAVERS", "require_substrate_saver", "substrate_store"]
 
 SUPPORTED_SAVERS = (
     "InMemorySaver",
@@ -51,42 +55,31 @@ SUPPORTED_SAVERS = (
     "PostgresSaver",
     "AsyncPostgresSaver",
 )
-"""The LangGraph savers :func:`wrap_saver` knows (and their subclasses)."""
+"""The LangGraph savers :func:`substrate_store` knows (and their subclasses)."""
 
 # Connection settings that are not part of a libpq connection string.
 _NOT_CONNINFO = frozenset({"autocommit", "prepare_threshold", "row_factory", "cursor_factory"})
 
 
-def wrap_saver(
-    saver: BaseCheckpointSaver[str], *, channel: str, database: str | Path | None = None
-) -> CortexSaver:
-    """A :class:`CortexSaver` over ``saver`` with the matching substrate store (see the module).
+def substrate_store(
+    saver: BaseCheckpointSaver[str], database: str | Path | None = None
+) -> tuple[SubstrateStore, ThreadLocks]:
+    """The substrate store (set up) and writer locks that belong with ``saver`` (see the module).
+
+    :meth:`CortexSaver.wrap` builds its saver over what this returns; the store
+    is the new saver's to close.
 
     Args:
-        saver: One of LangGraph's savers (:data:`SUPPORTED_SAVERS`), or a CortexSaver
-            (returned as it is when its channel matches).
-        channel: The state key holding the substrate.
+        saver: One of LangGraph's savers (:data:`SUPPORTED_SAVERS`) or a subclass.
         database: For an ``AsyncSqliteSaver`` whose file cannot be read from
             its connection: the SQLite file it uses.
 
     Raises:
-        InvalidArgument: ``saver`` is not a saver this function knows, or a
-            CortexSaver of another channel.
+        InvalidArgument: ``saver`` is not a saver this function knows.
         MissingExtra: a Postgres saver without the ``[postgres]`` extra.
     """
-    from cortex_agents.persistence.saver import CortexSaver
-    from cortex_agents.persistence.saver_context import AsyncSaverContext, SaverContext
-
-    if isinstance(saver, SaverContext | AsyncSaverContext):
+    if isinstance(saver, RefusingSaver):
         raise saver.misuse()  # open_saver(db) where `with open_saver(db) as saver` was meant
-    if isinstance(saver, CortexSaver):
-        if saver.channel != channel:
-            raise InvalidArgument(
-                "channel",
-                f"must be {saver.channel!r}, the channel this CortexSaver already stores",
-                channel,
-            )
-        return saver
     kind = _kind(saver)
     if kind is None:
         raise InvalidArgument(
@@ -102,7 +95,7 @@ def wrap_saver(
     except BaseException:
         store.close()
         raise
-    return CortexSaver(saver, store, channel=channel, locks=locks, owns_store=True)
+    return store, locks
 
 
 def _kind(saver: Any) -> str | None:

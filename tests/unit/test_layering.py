@@ -99,13 +99,6 @@ CYCLE_EDGES_ALLOWED: Mapping[tuple[str, str], str] = {
     ("cortex_agents.memory.lexical_postings", "cortex_agents.memory.fields"): (
         "type-only: LexicalPostings.catch_up reads the FieldsIndex that owns them"
     ),
-    # persistence/: CortexSaver's methods are the public face of functions that take a saver.
-    ("cortex_agents.persistence.saver", "cortex_agents.persistence.wrap"): (
-        "lazy: CortexSaver.wrap dispatches to wrap_saver, which builds a CortexSaver"
-    ),
-    ("cortex_agents.persistence.saver", "cortex_agents.persistence.thread_ops"): (
-        "lazy: copy_thread / delete_for_runs / prune delegate to functions over a saver"
-    ),
 }
 """Imports that close a cycle, each with why it stays (source module, imported module)."""
 
