@@ -1,9 +1,10 @@
-"""Memory, pure: snapshot, walk, influence, scoring, extractors, presets, the query pipeline.
+"""Memory, pure: snapshot, influence, scoring, extractors, presets, the query engine.
 
-Nothing here imports LangGraph, does I/O or reads a clock. Two engines
-implement one pipeline: :func:`query_reference` (plain Python, the
-definition) and :func:`query_vectorised` (numpy/scipy, what users run);
-they agree to the last bit.
+Nothing here imports LangGraph, does I/O or reads a clock. Users rank with
+:meth:`MemoryHandle.query` over the vectorised engine (numpy/scipy,
+:func:`query_vectorised`). The plain-Python definition it is tested against,
+``query_reference`` with the seed's walk, lives apart in
+:mod:`cortex_agents.reference` (the test oracle); the two agree to the last bit.
 """
 
 from cortex_agents.memory.embedding import (
@@ -28,7 +29,6 @@ from cortex_agents.memory.lexical import BM25, lexical_tokens
 from cortex_agents.memory.match import Match, Ranking
 from cortex_agents.memory.presets import BUILTIN_PRESETS, Preset, PresetRegistry
 from cortex_agents.memory.projections import BUILTIN_PROJECTIONS, Projection, ProjectionRegistry
-from cortex_agents.memory.reference import query_reference
 from cortex_agents.memory.scorers import (
     BUILTIN_SCORERS,
     DEFAULT_SCORER,
@@ -53,7 +53,6 @@ from cortex_agents.memory.spec import (
     Weights,
 )
 from cortex_agents.memory.strategy import Classic, MemoryStrategy, Topological, declared_preset
-from cortex_agents.memory.walk import bfs_distance, walk_candidates
 
 __all__ = [
     "BUILTIN_PROJECTIONS",
@@ -99,7 +98,6 @@ __all__ = [
     "VectorScorer",
     "WalkSpec",
     "Weights",
-    "bfs_distance",
     "body_key",
     "canonical_order",
     "composite_score",
@@ -110,11 +108,9 @@ __all__ = [
     "lexical_tokens",
     "peel_envelope",
     "projection_extractor",
-    "query_reference",
     "query_vectorised",
     "rank_vectorised",
     "temporal_axis",
     "token_jaccard",
     "tokenize",
-    "walk_candidates",
 ]

@@ -1,6 +1,6 @@
 """The vectorised pipeline users run: numpy (and scipy for influence) over an index view.
 
-Same steps, same floats as :mod:`cortex_agents.memory.reference`, over the
+Same steps, same floats as :mod:`cortex_agents.reference`, over the
 snapshot's :class:`~cortex_agents.memory.index.IndexView` (a prefix view of
 the run's incrementally kept index, or an index built for a snapshot made by
 hand), but:

@@ -33,14 +33,14 @@ as before.)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from cortex_agents.errors import CycleError, UnknownNode
-from cortex_agents.memory.walk import Relation
 from cortex_agents.substrate.records import NodeId
 
 __all__ = [
     "DEFAULT_ALPHA",
+    "Relation",
     "canonical_order",
     "dag_random_walk_influence",
     "find_cycle",
@@ -48,6 +48,9 @@ __all__ = [
 ]
 
 DEFAULT_ALPHA = 0.85
+
+Relation = Mapping[NodeId, Sequence[NodeId]]
+"""Every node id mapped to its successors: the graph, or the graph transposed."""
 
 
 def levels(relation: Relation) -> dict[NodeId, int]:

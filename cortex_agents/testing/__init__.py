@@ -29,9 +29,17 @@ defaults (the run's header says which plugin is in charge).
 Prompts must be byte-stable between runs for replay to match: inject the
 clock (:class:`~cortex_agents.runtime.LogicalClock` keeps parallel stages'
 times stable too), and render nothing unordered or random into a request.
+
+:func:`query_reference` is the memory engine's test oracle (the reference
+pipeline, :mod:`cortex_agents.reference`): plain Python, slow, and equal to
+:meth:`~cortex_agents.memory.MemoryHandle.query`'s engine to the last bit, for
+tests that check a ranking against its definition. It is imported on first
+use, so loading the pytest plugin does not load numpy.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from cortex_agents.testing.cassettes import (
     MATCH_ON,
@@ -44,6 +52,9 @@ from cortex_agents.testing.cassettes import (
 )
 from cortex_agents.testing.network import NetworkBlocked, network_blocked
 
+if TYPE_CHECKING:
+    from cortex_agents.reference import query_reference
+
 __all__ = [
     "MATCH_ON",
     "RECORD_MODES",
@@ -51,7 +62,22 @@ __all__ = [
     "cassette_config",
     "cassette_vcr",
     "network_blocked",
+    "query_reference",
     "record",
     "replay",
     "use_cassette",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The oracle pulls in memory (numpy, scipy); the plugin that imports this
+    # package runs in every pytest session, so it is loaded only when asked for.
+    if name == "query_reference":
+        from cortex_agents.reference import query_reference
+
+        return query_reference
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -28,9 +28,9 @@ from cortex_agents.memory import (
     Topological,
     WalkSpec,
     Weights,
-    query_reference,
     query_vectorised,
 )
+from cortex_agents.reference import query_reference
 from cortex_agents.runtime import WireBuilder
 from tests.helpers import node, snapshot
 

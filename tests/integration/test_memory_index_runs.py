@@ -26,11 +26,11 @@ from cortex_agents.memory import (
     Query,
     WalkSpec,
     Weights,
-    query_reference,
     query_vectorised,
 )
 from cortex_agents.memory.index import MemoryIndex
 from cortex_agents.persistence import memory_saver
+from cortex_agents.reference import query_reference
 from cortex_agents.runtime import Runtime, StageContext, TickingClock, WireBuilder
 from cortex_agents.substrate import StageCompleted, StageStarted, SubstrateLog, fold
 from cortex_agents.tools import SubstrateState, graph_memory_tools, substrate_from_snapshot

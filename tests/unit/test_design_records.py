@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
 from cortex_agents.memory import MemorySnapshot, Query, WalkSpec, Weights, query_vectorised
-from cortex_agents.memory.walk import walk_candidates
+from cortex_agents.reference import walk_candidates
 from tests.unit.test_properties import snapshots
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

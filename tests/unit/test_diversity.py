@@ -25,11 +25,11 @@ from cortex_agents.memory import (
     Topological,
     WalkSpec,
     Weights,
-    query_reference,
     query_vectorised,
 )
 from cortex_agents.memory.diversity import MMR_DEPTH, MMR_LAMBDA, mmr_order, token_similarity
 from cortex_agents.memory.presets import BUILTIN_PRESETS
+from cortex_agents.reference import query_reference
 from tests.embedding_support import HashEmbedder
 from tests.helpers import call_memory_tool, node, snapshot
 

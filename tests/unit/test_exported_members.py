@@ -88,7 +88,6 @@ EXPECTED = {
         "VectorScorer",
         "WalkSpec",
         "Weights",
-        "bfs_distance",
         "body_key",
         "canonical_order",
         "composite_score",
@@ -99,13 +98,11 @@ EXPECTED = {
         "lexical_tokens",
         "peel_envelope",
         "projection_extractor",
-        "query_reference",
         "query_vectorised",
         "rank_vectorised",
         "temporal_axis",
         "token_jaccard",
         "tokenize",
-        "walk_candidates",
     },
     "cortex_agents.evaluation": {
         "FAMILIES",
@@ -336,6 +333,15 @@ EXPECTED = {
         "served_database",
         "server_graph",
     },
+    "cortex_agents.reference": {
+        "beyond_boundary",
+        "bfs_distance",
+        "direction_relations",
+        "query_reference",
+        "relations_of",
+        "semantic_axes",
+        "walk_candidates",
+    },
     "cortex_agents.testing": {
         "MATCH_ON",
         "RECORD_MODES",
@@ -343,6 +349,7 @@ EXPECTED = {
         "cassette_config",
         "cassette_vcr",
         "network_blocked",
+        "query_reference",
         "record",
         "replay",
         "use_cassette",
@@ -363,7 +370,8 @@ def test_pure_core_imports_nothing_from_langgraph_or_io_modules():
     import sys
 
     code = (
-        "import sys, cortex_agents.memory, cortex_agents.substrate, cortex_agents.rewrite;"
+        "import sys, cortex_agents.memory, cortex_agents.substrate, cortex_agents.rewrite,"
+        " cortex_agents.reference;"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
         "{'langgraph', 'langchain_core', 'sqlite3', 'psycopg', 'httpx', 'typer', 'rich'});"
         "print(','.join(bad))"
@@ -378,7 +386,7 @@ def test_pure_core_reads_no_clock_no_environment_no_files():
 
     root = Path(cortex_agents.__file__).parent
     forbidden = ("datetime.now", "time.time(", "time.monotonic", "os.environ", "open(", "random.")
-    for package in ("memory", "substrate", "rewrite"):
+    for package in ("memory", "substrate", "rewrite", "reference"):
         for path in sorted((root / package).glob("*.py")):
             text = path.read_text(encoding="utf-8")
             for needle in forbidden:
@@ -470,11 +478,10 @@ FORMERLY_TOP_LEVEL = {
         "dag_random_walk_influence",
         "default_extractor",
         "projection_extractor",
-        "query_reference",
         "query_vectorised",
         "token_jaccard",
-        "walk_candidates",
     ],
+    "cortex_agents.reference": ["query_reference", "walk_candidates"],
     "cortex_agents.rewrite": ["LocalNode", "RewriteProposal", "SubgraphSpec", "admit"],
     "cortex_agents.snapshotfile": [
         "SnapshotDocument",
@@ -502,3 +509,18 @@ def test_names_dropped_from_the_top_level_stay_public_in_their_module(module_nam
     for name in FORMERLY_TOP_LEVEL[module_name]:
         assert name in module.__all__ and hasattr(module, name), name
         assert name not in cortex_agents.__all__, name
+
+
+def test_the_reference_pipeline_is_apart_from_memory_and_testing_reaches_it_on_first_use():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, cortex_agents.testing as testing;"
+        "print('cortex_agents.reference' in sys.modules, 'numpy' in sys.modules);"
+        "import cortex_agents.memory as memory, cortex_agents.reference as reference;"
+        "print(hasattr(memory, 'query_reference'), 'query_reference' in dir(testing));"
+        "print(testing.query_reference is reference.query_reference)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False", "False", "True", "True"]

@@ -7,10 +7,9 @@ from cortex_agents.memory import (
     WalkSpec,
     Weights,
     dag_random_walk_influence,
-    query_reference,
     query_vectorised,
 )
-from cortex_agents.memory.walk import relations_of
+from cortex_agents.reference import query_reference, relations_of
 from tests.helpers import FANOUT_EDGES, FANOUT_NODES, snapshot
 
 GRAPH_ONLY = Weights(graph=1, temporal=0, semantic=0)

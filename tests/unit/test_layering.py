@@ -16,10 +16,13 @@ the code imports today:
 - ``timestamps`` (UTC parsing and formatting) and ``bundled`` (paths of the
   packaged prompts, cassettes and graphs) import only ``errors``.
 - ``substrate`` (records, events, the fold) is the pure base of the graph.
-- ``memory`` reads substrate records (the query pipeline and its engine).
-- ``rewrite`` (the algebra, cost and admission) reads substrate records;
-  ``embeddings`` are memory's embedding scorers; ``picture`` draws a
-  substrate ``GraphState``. None of the three imports another.
+- ``memory`` reads substrate records (the query engine users run).
+- ``reference`` (the reference pipeline, the test oracle with seed 001's
+  names) ranks memory's snapshots in plain Python; only tests call it, and
+  ``testing`` hands it to users' test suites. ``rewrite`` (the algebra, cost
+  and admission) reads substrate records; ``embeddings`` are memory's
+  embedding scorers; ``picture`` draws a substrate ``GraphState``. None of
+  the four imports another.
 - ``snapshotfile``, the export/import file, is a document of substrate
   records, written in memory's canonical order and checked with rewrite's
   budget rules.
@@ -31,8 +34,9 @@ the code imports today:
   memory and scratch.
 - ``tools`` (the LangChain tools) bind to a runtime's stage context.
 - ``stages`` (the LLM stage kinds) run the tools in a tool loop.
-- ``testing`` (cassettes, the pytest plugin) serves users' test suites and may
-  reach any library layer (today it needs only ``errors``).
+- ``testing`` (cassettes, the pytest plugin, the memory oracle) serves users'
+  test suites and may reach any library layer (today ``errors`` and, on first
+  use, ``reference``).
 - ``demo``, ``server`` and the package's own ``__init__`` (the top-level
   surface) are entry points over the library; ``evaluation`` runs demo
   scenarios; ``cli`` and ``__main__`` are on top.
@@ -65,7 +69,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("timestamps", "bundled"),
     ("substrate",),
     ("memory",),
-    ("rewrite", "embeddings", "picture"),
+    ("reference", "rewrite", "embeddings", "picture"),
     ("snapshotfile",),
     ("persistence",),
     ("scratch",),
@@ -80,8 +84,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 """Units (subpackages, top-level modules), lowest layer first; one layer's units are peers."""
 
 CYCLE_EDGES_ALLOWED: Mapping[tuple[str, str], str] = {
-    # memory/: eight modules (snapshot, walk, influence, index, view, fields, entities,
-    # lexical_postings) form one cycle, because the engine's objects build their derived
+    # memory/: six modules (snapshot, index, view, fields, entities, lexical_postings) form
+    # one cycle (walk and influence left it when the reference pipeline moved out), because the engine's objects build their derived
     # structures on first use: a lower object names (and lazily constructs) a higher one. Remove these when one owner
     # (the branch view, issue 25 item 3) builds the index and the fields and hands them down.
     ("cortex_agents.memory.snapshot", "cortex_agents.memory.index"): (

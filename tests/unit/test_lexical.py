@@ -23,10 +23,10 @@ from cortex_agents.memory import (
     WalkSpec,
     default_extractor,
     lexical_tokens,
-    query_reference,
     query_vectorised,
 )
 from cortex_agents.memory.lexical import CorpusStats
+from cortex_agents.reference import query_reference
 from cortex_agents.substrate import (
     EdgeAdded,
     NodeRecord,

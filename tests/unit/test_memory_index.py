@@ -26,11 +26,11 @@ from cortex_agents.memory import (
     WalkSpec,
     Weights,
     default_extractor,
-    query_reference,
     query_vectorised,
     token_jaccard,
 )
 from cortex_agents.memory.index import MEMORY_INDEX, MemoryIndex
+from cortex_agents.reference import query_reference
 from cortex_agents.substrate import (
     EdgeAdded,
     EdgeRemoved,

@@ -11,9 +11,9 @@ from cortex_agents.memory import (
     Query,
     WalkSpec,
     Weights,
-    query_reference,
     query_vectorised,
 )
+from cortex_agents.reference import query_reference
 from cortex_agents.substrate import EdgeRecord
 from tests.helpers import at, node, snapshot
 

@@ -22,10 +22,10 @@ from cortex_agents.memory import (
     Query,
     WalkSpec,
     Weights,
-    query_reference,
     query_vectorised,
     token_jaccard,
 )
+from cortex_agents.reference import query_reference
 from cortex_agents.substrate import NodeRecord
 from tests.embedding_support import HashEmbedder
 from tests.helpers import T0

@@ -14,10 +14,10 @@ from cortex_agents.memory import (
     Query,
     WalkSpec,
     Weights,
-    query_reference,
     query_vectorised,
 )
 from cortex_agents.memory.entities import name_of, named, names_in
+from cortex_agents.reference import query_reference
 from tests.embedding_support import HashEmbedder
 from tests.helpers import node, snapshot
 

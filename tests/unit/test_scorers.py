@@ -26,10 +26,10 @@ from cortex_agents.memory import (
     WalkSpec,
     Weights,
     body_key,
-    query_reference,
     query_vectorised,
     token_jaccard,
 )
+from cortex_agents.reference import query_reference
 from cortex_agents.runtime import WireBuilder, load_wire
 from tests.embedding_support import HashEmbedder
 from tests.helpers import node, snapshot

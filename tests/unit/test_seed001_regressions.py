@@ -6,10 +6,9 @@ from cortex_agents.memory import (
     Query,
     WalkSpec,
     Weights,
-    query_reference,
     query_vectorised,
-    walk_candidates,
 )
+from cortex_agents.reference import query_reference, walk_candidates
 from tests.helpers import node, snapshot
 
 ENGINES = [query_reference, query_vectorised]

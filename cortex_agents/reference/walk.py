@@ -1,6 +1,7 @@
 """Enumeration: which nodes a query may return, and how many hops away they are.
 
-A *relation* maps every node id to its successors under that relation:
+A *relation* (:data:`~cortex_agents.memory.influence.Relation`) maps every
+node id to its successors under that relation:
 ``descendants`` follows edges, ``ancestors`` follows them transposed.
 ``bidirectional`` walks both relations separately and merges hop distances
 by minimum; it never alternates directions within one path, so from ``A``
@@ -10,16 +11,14 @@ the shape ``A -> B <- C`` does not reach ``C`` (seed 001, regression 3).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping, Sequence
 
 from cortex_agents.errors import UnknownNode
+from cortex_agents.memory.influence import Relation
 from cortex_agents.memory.snapshot import MemorySnapshot
 from cortex_agents.memory.spec import Direction
 from cortex_agents.substrate.records import NodeId
 
-__all__ = ["Relation", "bfs_distance", "direction_relations", "relations_of", "walk_candidates"]
-
-Relation = Mapping[NodeId, Sequence[NodeId]]
+__all__ = ["bfs_distance", "direction_relations", "relations_of", "walk_candidates"]
 
 
 def relations_of(snapshot: MemorySnapshot) -> tuple[Relation, Relation]:

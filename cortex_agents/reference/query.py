@@ -36,7 +36,7 @@ from cortex_agents.memory.diversity import mmr_order
 from cortex_agents.memory.entities import named, names_in
 from cortex_agents.memory.extract import ExtractedFields
 from cortex_agents.memory.feedback import FEEDBACK_SCORER, feedback_text
-from cortex_agents.memory.influence import canonical_order, dag_random_walk_influence
+from cortex_agents.memory.influence import Relation, canonical_order, dag_random_walk_influence
 from cortex_agents.memory.lexical import BM25, CorpusStats, lexical_tokens
 from cortex_agents.memory.match import Match
 from cortex_agents.memory.scorers import Blend
@@ -44,12 +44,7 @@ from cortex_agents.memory.scoring import clamp_axis, composite_score, hop_decay,
 from cortex_agents.memory.semantic import SemanticScorer
 from cortex_agents.memory.snapshot import MemorySnapshot
 from cortex_agents.memory.spec import Query, WalkSpec
-from cortex_agents.memory.walk import (
-    Relation,
-    bfs_distance,
-    relations_of,
-    walk_candidates,
-)
+from cortex_agents.reference.walk import bfs_distance, relations_of, walk_candidates
 from cortex_agents.substrate.records import SETTLED, NodeId
 from cortex_agents.timestamps import to_micros
 
