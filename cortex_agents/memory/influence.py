@@ -37,7 +37,7 @@ from collections.abc import Sequence
 
 from cortex_agents.errors import CycleError, UnknownNode
 from cortex_agents.memory.walk import Relation
-from cortex_agents.substrate.records import NodeId
+from cortex_agents.substrate._records import NodeId
 
 __all__ = [
     "DEFAULT_ALPHA",

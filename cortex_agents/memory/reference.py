@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
+from cortex_agents._timestamps import to_micros
 from cortex_agents.errors import UnknownNode
 from cortex_agents.memory.diversity import mmr_order
 from cortex_agents.memory.entities import named, names_in
@@ -50,8 +51,7 @@ from cortex_agents.memory.walk import (
     relations_of,
     walk_candidates,
 )
-from cortex_agents.substrate.records import SETTLED, NodeId
-from cortex_agents.timestamps import to_micros
+from cortex_agents.substrate._records import SETTLED, NodeId
 
 __all__ = ["beyond_boundary", "query_reference", "semantic_axes"]
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from cortex_agents.errors import UnknownNode
 from cortex_agents.memory.snapshot import MemorySnapshot
 from cortex_agents.memory.spec import Direction
-from cortex_agents.substrate.records import NodeId
+from cortex_agents.substrate._records import NodeId
 
 __all__ = ["Relation", "bfs_distance", "direction_relations", "relations_of", "walk_candidates"]
 
