@@ -22,6 +22,7 @@ from cortex_agents.substrate._events import (
 )
 from cortex_agents.substrate._fold import fold
 from cortex_agents.substrate._log import SubstrateLog, append_events
+from cortex_agents.substrate._log import _unpickled as _unpickled  # pickles name it here
 from cortex_agents.substrate._queries import by_tag, lineage, neighbors, recent, since
 from cortex_agents.substrate._records import (
     NODE_STATUSES,

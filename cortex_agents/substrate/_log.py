@@ -301,6 +301,12 @@ def _unpickled(items: list[dict[str, Any]]) -> SubstrateLog:
     return SubstrateLog._view(buffer, len(buffer))
 
 
+# A pickle names the function that rebuilds a log by module and name. It names the
+# package, not this private module, so pickled thread state (the dev server's
+# `.langgraph_api/`) outlives a move or rename of the package's modules.
+_unpickled.__module__ = "cortex_agents.substrate"
+
+
 def append_events(
     current: SubstrateLog | None, update: Iterable[Event | Mapping[str, Any]] | None
 ) -> SubstrateLog:
