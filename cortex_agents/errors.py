@@ -103,7 +103,7 @@ RejectionCode = Literal[
     "policy_rejected",
 ]
 """Why admission rejected a rewrite proposal: the ``code`` of a :class:`Rejection` and of a
-rejected :class:`~cortex_agents.substrate.records.RewriteFact` (re-exported there)."""
+rejected :class:`~cortex_agents.substrate.RewriteFact` (re-exported there)."""
 
 
 class CortexError(Exception):
@@ -595,7 +595,7 @@ class StaleCassette(CortexError, RuntimeError):
     """A review-eval cassette is missing or no longer matches the requests the eval makes.
 
     The message names the command that records it again
-    (:mod:`cortex_agents.evaluation.review_runs`).
+    (:mod:`cortex_agents.evaluation._review_runs`).
     """
 
     code = "stale_cassette"
@@ -645,7 +645,7 @@ class UnknownCase(CortexError, KeyError):
 
 class Rejection(CortexError):
     """A rewrite proposal failed an admission check (internal: admission turns it into a
-    rejected :class:`~cortex_agents.substrate.records.RewriteFact`, never lets it out).
+    rejected :class:`~cortex_agents.substrate.RewriteFact`, never lets it out).
 
     Attributes:
         code: The rejection code the fact records.

@@ -42,16 +42,16 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.pregel import Pregel
 
-from cortex_agents.bundled import bundled_path
+from cortex_agents._bundled import bundled_path
 from cortex_agents.persistence.backends import aopen_saver, open_saver
 from cortex_agents.persistence.saver import CortexSaver
 from cortex_agents.persistence.urls import is_postgres_url
 from cortex_agents.persistence.wrap import require_substrate_saver
-from cortex_agents.runtime.clock import Clock, utc_clock
-from cortex_agents.runtime.graph import RunState, WireGraph
-from cortex_agents.runtime.wire import Wire
-from cortex_agents.runtime.wire_file import load_wire
-from cortex_agents.substrate.log import SubstrateLog
+from cortex_agents.runtime._clock import Clock, utc_clock
+from cortex_agents.runtime._graph import RunState, WireGraph
+from cortex_agents.runtime._wire import Wire
+from cortex_agents.runtime._wire_file import load_wire
+from cortex_agents.substrate._log import SubstrateLog
 
 __all__ = [
     "DB_ENV",

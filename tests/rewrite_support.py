@@ -7,16 +7,16 @@ from itertools import pairwise
 from typing import Any
 
 from cortex_agents.rewrite import DEFAULT_BUDGET, RewritePolicy
-from cortex_agents.runtime.rewrites import RewriteSession
+from cortex_agents.runtime import RewriteSession
 from cortex_agents.substrate import (
     EdgeAdded,
+    Event,
     GraphState,
     NodeScheduled,
     StageCompleted,
     StageStarted,
     fold,
 )
-from cortex_agents.substrate.events import Event
 from tests.helpers import at
 
 VOCABULARY: Mapping[str, Mapping[str, Any]] = {

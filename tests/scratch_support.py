@@ -11,7 +11,7 @@ from langgraph.store.base import BaseStore, PutOp
 from langgraph.store.memory import InMemoryStore
 
 from cortex_agents.scratch import ScratchBackend, ScratchMemory
-from cortex_agents.scratch.paths import MAX_DEPTH, MAX_PATH_CHARS, MAX_SEGMENT_CHARS
+from cortex_agents.scratch._paths import MAX_DEPTH, MAX_PATH_CHARS, MAX_SEGMENT_CHARS
 from cortex_agents.tools import MEMORY_TOOL_NAME, make_memory_tool
 
 # (path, a fragment of the rule it must be rejected with)

@@ -47,16 +47,15 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-import cortex_agents.runtime.graph as graph_module
-import cortex_agents.tools.loop as loop_module
+import cortex_agents.runtime._graph as graph_module
+import cortex_agents.tools._loop as loop_module
+from cortex_agents._timestamps import EPOCH
 from cortex_agents.memory import BUILTIN_PRESETS, Topological
 from cortex_agents.persistence import open_saver
 from cortex_agents.persistence.store import encode_event
 from cortex_agents.runtime import Runtime, StageContext, TickingClock, WireBuilder
 from cortex_agents.substrate import ToolCallMade
-from cortex_agents.timestamps import EPOCH
-from cortex_agents.tools.loop import run_tool_loop
-from cortex_agents.tools.memory_query import make_memory_query_tool
+from cortex_agents.tools import make_memory_query_tool, run_tool_loop
 
 WORDS = [
     "bias",

@@ -68,6 +68,7 @@ from typing import Any
 
 import networkx as nx
 
+from cortex_agents._timestamps import to_micros
 from cortex_agents.memory import (
     BUILTIN_PRESETS,
     MemoryHandle,
@@ -81,7 +82,6 @@ from cortex_agents.memory import (
 )
 from cortex_agents.memory.scoring import MICROS_PER_SECOND
 from cortex_agents.substrate import NodeRecord
-from cortex_agents.timestamps import to_micros
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 TARGETS = {"p50_ms": 50.0, "p50_memoised_ms": 10.0, "speedup_vs_networkx": 40.0}

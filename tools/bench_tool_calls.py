@@ -46,10 +46,16 @@ from langchain_core.messages import AIMessage
 from langgraph.prebuilt import ToolRuntime
 
 from cortex_agents.memory import MemoryHandle, Topological
-from cortex_agents.substrate import SubstrateLog, event_to_dict
-from cortex_agents.substrate.events import EdgeAdded, NodeScheduled, StageCompleted, StageStarted
+from cortex_agents.substrate import (
+    EdgeAdded,
+    NodeScheduled,
+    StageCompleted,
+    StageStarted,
+    SubstrateLog,
+    event_to_dict,
+)
 from cortex_agents.tools import graph_memory_tools, make_memory_query_tool
-from cortex_agents.tools.journal import call_summary, tool_call_event
+from cortex_agents.tools._journal import call_summary, tool_call_event
 
 TARGETS = {"tool_p95_ms": 50.0, "journal_bytes_per_call": 16_384}
 

@@ -11,17 +11,17 @@
     python tools/eval_retrieval.py --write-cases all.json --split all   # the chosen cases as a file
 
 Two built-in sets: ``synthetic`` (generated claim reviews,
-:mod:`cortex_agents.evaluation.devset`) and ``multihop`` (HotpotQA and MuSiQue
+:mod:`cortex_agents.evaluation._devset`) and ``multihop`` (HotpotQA and MuSiQue
 questions run as claim reviews, built from the records in ``data/multihop/``
-by :mod:`cortex_agents.evaluation.multihop`); ``--split`` picks the same split
+by :mod:`cortex_agents.evaluation._multihop`); ``--split`` picks the same split
 of both. ``--multihop FILE`` (repeatable) builds the multi-hop families from
 other record files instead.
 
 A case file is a JSON list of ``{"snapshot", "origin", "query", "relevant"}``
-objects (see :mod:`cortex_agents.evaluation.cases`). ``shipped-reviewer`` is
+objects (see :mod:`cortex_agents.evaluation._cases`). ``shipped-reviewer`` is
 what a reviewer stage's ``cortex_memory_query`` call with only ``query_text``
-returns with the shipped defaults (see :mod:`cortex_agents.evaluation.configs`).
-Metrics are defined in :mod:`cortex_agents.evaluation.metrics`.
+returns with the shipped defaults (see :mod:`cortex_agents.evaluation._configs`).
+Metrics are defined in :mod:`cortex_agents.evaluation._metrics`.
 """
 
 from __future__ import annotations
@@ -36,11 +36,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from cortex_agents.errors import CortexError
-from cortex_agents.evaluation.cases import load_cases, read_cases
-from cortex_agents.evaluation.configs import build_configs, unavailable_scorers
-from cortex_agents.evaluation.devset import generate_cases
-from cortex_agents.evaluation.multihop import build_cases, load_records
-from cortex_agents.evaluation.report import METRICS, evaluate, html_chart
+from cortex_agents.evaluation import (
+    build_cases,
+    generate_cases,
+    load_cases,
+    load_records,
+    read_cases,
+)
+from cortex_agents.evaluation._configs import build_configs, unavailable_scorers
+from cortex_agents.evaluation._report import METRICS, evaluate, html_chart
 
 ROOT = Path(__file__).resolve().parents[1]
 MULTIHOP_RECORDS = (

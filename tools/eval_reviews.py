@@ -9,15 +9,15 @@
         --base-url http://127.0.0.1:8765/v1 --model qwen2.5-coder-1.5b \\
         --tool-turn-max-tokens 128       # record (resumes); the forced memory turn capped
 
-The cases (:mod:`cortex_agents.evaluation.reviews`) are claim reviews by three
+The cases (:mod:`cortex_agents.evaluation._reviews`) are claim reviews by three
 analysts, each with one planted flaw in one analyst's finding, plus clean
 controls; the merge summarises the branches without the flawed detail. Four
-reviewers read each (:mod:`cortex_agents.evaluation.review_arms`): classic
+reviewers read each (:mod:`cortex_agents.evaluation._review_arms`): classic
 (the merge only), topological (the shipped reviewer memory and
 ``cortex_memory_query``), seed (topological with the seed's ranking) and
 oracle (the flawed analyst's output given directly: the ceiling). A review
 detects the flaw when one of its gaps names the flawed branch's key or
-analyst id (:mod:`cortex_agents.evaluation.review_score` defines the rule).
+analyst id (:mod:`cortex_agents.evaluation._review_score` defines the rule).
 
 Recorded once against a local model (``--record``; cassettes and the recorded
 table in ``cassettes/reviews/``); the default mode replays the cassettes with
@@ -38,15 +38,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from cortex_agents.demo import RecordedModel  # noqa: E402
+from cortex_agents._demo import RecordedModel  # noqa: E402
 from cortex_agents.errors import CortexError  # noqa: E402
-from cortex_agents.evaluation.review_arms import ARMS, ReviewRun  # noqa: E402
-from cortex_agents.evaluation.review_runs import (  # noqa: E402
+from cortex_agents.evaluation._review_arms import ARMS, ReviewRun  # noqa: E402
+from cortex_agents.evaluation._review_runs import (  # noqa: E402
     load_recorded,
     record_split,
     replay_split,
 )
-from cortex_agents.evaluation.reviews import build_review_cases  # noqa: E402
+from cortex_agents.evaluation._reviews import build_review_cases  # noqa: E402
 
 FOLDER = ROOT / "cassettes" / "reviews"
 

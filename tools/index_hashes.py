@@ -34,13 +34,7 @@ import bench_memory
 from cortex_agents.memory import MemorySnapshot, default_extractor
 from cortex_agents.memory.bulk import paused_gc
 from cortex_agents.memory.index import MemoryIndex
-from cortex_agents.substrate.events import (
-    EdgeAdded,
-    Event,
-    NodeScheduled,
-    StageCompleted,
-    StageStarted,
-)
+from cortex_agents.substrate import EdgeAdded, Event, NodeScheduled, StageCompleted, StageStarted
 
 _LISTS = ("ids", "kind_lookup", "kind_names", "ready", "src", "dst", "removed")
 _MORE = ("removal_ticks", "removal_edges", "live_edges", "length")

@@ -7,11 +7,11 @@
     python tools/multihop_ceiling.py --json --cases      # ... with every case's top 3 and gold census
 
 Evidence, not product: every ranking below is the harness's ``shipped-reviewer``
-(:mod:`cortex_agents.evaluation.configs`, the reviewer stage's
+(:mod:`cortex_agents.evaluation._configs`, the reviewer stage's
 ``cortex_memory_query`` call with only ``query_text``) over the harness's own
-cases (:mod:`cortex_agents.evaluation.multihop`, from ``data/multihop/``); only
+cases (:mod:`cortex_agents.evaluation._multihop`, from ``data/multihop/``); only
 the query text changes. Per family, split and dataset it reports recall@3
-(:mod:`cortex_agents.evaluation.metrics`) of:
+(:mod:`cortex_agents.evaluation._metrics`) of:
 
 ``question``
     The question: the harness's figure.
@@ -41,7 +41,7 @@ the query text changes. Per family, split and dataset it reports recall@3
     paragraphs of that kind, then the same with ``answers``.
 ``hop 1`` / ``later``
     The same ``found/gold`` (question, then ``answers``) by hop position (the
-    dataset's hop order, :class:`cortex_agents.evaluation.multihop.Record`).
+    dataset's hop order, :class:`cortex_agents.evaluation._multihop.Record`).
 """
 
 from __future__ import annotations
@@ -58,10 +58,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from cortex_agents.errors import InvalidArgument
-from cortex_agents.evaluation.cases import LoadedCase, read_cases
-from cortex_agents.evaluation.configs import build_configs
-from cortex_agents.evaluation.metrics import recall_at
-from cortex_agents.evaluation.multihop import Record, build_cases, load_records
+from cortex_agents.evaluation import LoadedCase, build_configs, read_cases, recall_at
+from cortex_agents.evaluation._multihop import Record, build_cases, load_records
 from cortex_agents.memory.lexical import lexical_tokens
 
 ROOT: Final = Path(__file__).resolve().parents[1]

@@ -9,7 +9,7 @@ with the model's own chat template (DEVELOPERS.md gives the recipe):
 
 Writes ``cassettes/<scenario>.yaml`` (the exchanges, auth headers filtered)
 and ``cassettes/<scenario>.json`` (the model settings replay must reuse);
-test fixtures (``cortex_agents.demo.FIXTURES``, e.g. ``malformed_tool_call``)
+test fixtures (``cortex_agents._demo.FIXTURES``, e.g. ``malformed_tool_call``)
 go to ``tests/replay/cassettes/``.
 
 Every stage asks for its answer with a JSON-schema response format; the form
@@ -46,7 +46,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from cortex_agents.demo import FIXTURES, SCENARIOS, RecordedModel, record_scenario
+from cortex_agents._demo import FIXTURES, SCENARIOS, RecordedModel, record_scenario
 from cortex_agents.errors import InvalidArgument
 from cortex_agents.persistence import open_saver
 

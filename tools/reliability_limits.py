@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cortex_agents._timestamps import parse_timestamp
 from cortex_agents.persistence import open_saver
 from cortex_agents.persistence.store import encode_event
 from cortex_agents.runtime import Runtime, WireBuilder
@@ -45,10 +46,9 @@ from cortex_agents.substrate import (
     ToolCallMade,
     fold,
 )
-from cortex_agents.substrate.bounds import MAX_STRING_CHARS
-from cortex_agents.substrate.events import MAX_DEPTH
-from cortex_agents.timestamps import parse_timestamp
-from cortex_agents.tools.journal import MAX_EVENT_BYTES
+from cortex_agents.substrate._bounds import MAX_STRING_CHARS
+from cortex_agents.substrate._events import MAX_DEPTH
+from cortex_agents.tools._journal import MAX_EVENT_BYTES
 
 SHAPES = ("in", "out")
 

@@ -33,9 +33,9 @@ from cortex_agents.persistence.store import decode_event, encode_event
 from cortex_agents.rewrite import RewritePolicy
 from cortex_agents.runtime import Runtime, StageContext, WireBuilder
 from cortex_agents.scratch import open_scratch
-from cortex_agents.stages.llm import stage_tools
+from cortex_agents.stages import stage_tools
 from cortex_agents.substrate import ToolCallMade, event_to_dict
-from cortex_agents.tools.loop import ToolPolicy, execute_call, run_tool_loop
+from cortex_agents.tools._loop import ToolPolicy, execute_call, run_tool_loop
 
 TOOLS = ("cortex_memory_query", "memory", "propose_rewrite")
 runner = CliRunner()

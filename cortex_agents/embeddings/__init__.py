@@ -19,15 +19,15 @@ store:
 Modules import their model packages only when a scorer is loaded.
 """
 
-from cortex_agents.embeddings.langchain import LangChainEmbedder, langchain_scorer
-from cortex_agents.embeddings.onnx import (
+from cortex_agents.embeddings._langchain import LangChainEmbedder, langchain_scorer
+from cortex_agents.embeddings._onnx import (
     BgeSmallEmbedder,
     MiniLMEmbedder,
     bge_scorer,
     minilm_scorer,
 )
-from cortex_agents.embeddings.static import WordLlamaEmbedder, wordllama_scorer
-from cortex_agents.embeddings.store_cache import StoreEmbeddingCache
+from cortex_agents.embeddings._static import WordLlamaEmbedder, wordllama_scorer
+from cortex_agents.embeddings._store_cache import StoreEmbeddingCache
 
 __all__ = [
     "BgeSmallEmbedder",

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from cortex_agents._timestamps import to_micros
 from cortex_agents.errors import UnknownNode
 from cortex_agents.memory.diversity import mmr_order
 from cortex_agents.memory.embedding import VectorScorer
@@ -59,7 +60,6 @@ from cortex_agents.memory.scoring import MICROS_PER_SECOND, clamp_axis
 from cortex_agents.memory.semantic import SemanticScorer, TokenJaccard
 from cortex_agents.memory.snapshot import MemorySnapshot
 from cortex_agents.memory.spec import Query, WalkSpec, Weights
-from cortex_agents.timestamps import to_micros
 
 if TYPE_CHECKING:
     from cortex_agents.memory.fields import FieldsView

@@ -41,7 +41,7 @@ from cortex_agents.memory.extract import ExtractedFields, Extractor, read_output
 from cortex_agents.memory.lexical import BM25
 from cortex_agents.memory.lexical_postings import LexicalPostings
 from cortex_agents.memory.semantic import tokenize
-from cortex_agents.substrate.compact import release
+from cortex_agents.substrate._compact import release
 
 if TYPE_CHECKING:
     from cortex_agents.memory.index import MemoryIndex

@@ -2,7 +2,7 @@
 
 One :class:`MemoryIndex` per branch of a run (DESIGN §11) is extended by the
 branch's new events only — :meth:`MemoryIndex.extend` is the
-:class:`~cortex_agents.substrate.branch.Derived` seam, registered under
+:class:`~cortex_agents.substrate._branch.Derived` seam, registered under
 :data:`MEMORY_INDEX` — and answers for any prefix of the events it has taken
 in with an immutable :class:`IndexView`. Binding a stage's snapshot is then
 O(new events since the last bind), not O(V).
@@ -66,6 +66,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
+from cortex_agents._timestamps import to_micros
 from cortex_agents.errors import CycleError, InvalidEvent
 from cortex_agents.memory.adjacency import Adjacency, Grouped
 from cortex_agents.memory.bulk import paused_gc
@@ -74,7 +75,7 @@ from cortex_agents.memory.depth import Depths, forward_longest_paths, longest_pa
 from cortex_agents.memory.extract import Extractor
 from cortex_agents.memory.idorder import IdOrder
 from cortex_agents.memory.view import IndexView
-from cortex_agents.substrate.events import (
+from cortex_agents.substrate._events import (
     EdgeAdded,
     EdgeRemoved,
     Event,
@@ -89,13 +90,12 @@ from cortex_agents.substrate.events import (
     StageStarted,
     ToolCallMade,
 )
-from cortex_agents.substrate.records import SETTLED, NodeId
-from cortex_agents.timestamps import to_micros
+from cortex_agents.substrate._records import SETTLED, NodeId
 
 if TYPE_CHECKING:
     from cortex_agents.memory.fields import FieldsIndex
     from cortex_agents.memory.snapshot import MemorySnapshot
-    from cortex_agents.substrate.state import GraphState
+    from cortex_agents.substrate._state import GraphState
 
 __all__ = ["MEMORY_INDEX", "IndexView", "MemoryIndex"]
 
@@ -315,7 +315,7 @@ class MemoryIndex:
         A batch is read first (:class:`_Batch`), up to its first event the index
         cannot apply; what comes before that event is applied, then the error raised.
         The outputs held are the state's records' held forms (compact JSON,
-        :mod:`~cortex_agents.substrate.compact`), the very objects the records
+        :mod:`~cortex_agents.substrate._compact`), the very objects the records
         hold: a completed node settles once, so its record holds what its event carried.
         """
         batch = _Batch(self, events)

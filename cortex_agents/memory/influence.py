@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from cortex_agents.errors import CycleError, UnknownNode
-from cortex_agents.substrate.records import NodeId
+from cortex_agents.substrate._records import NodeId
 
 __all__ = [
     "DEFAULT_ALPHA",

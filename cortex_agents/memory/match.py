@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from cortex_agents.substrate.records import NodeId, NodeStatus
+from cortex_agents.substrate._records import NodeId, NodeStatus
 
 __all__ = ["Match", "Ranking"]
 

@@ -299,19 +299,19 @@ BUILTIN_SCORERS: Final = ScorerRegistry(
         ),
         ScorerEntry(
             name="wordllama",
-            load="cortex_agents.embeddings.static:wordllama_scorer",
+            load="cortex_agents.embeddings:wordllama_scorer",
             description="static word embeddings (WordLlama l2_supercat, 256 dims)",
             install="pip install wordllama",
         ),
         ScorerEntry(
             name="minilm",
-            load="cortex_agents.embeddings.onnx:minilm_scorer",
+            load="cortex_agents.embeddings:minilm_scorer",
             description="all-MiniLM-L6-v2 int8 on onnxruntime, 384 dims",
             install=_MINILM_INSTALL,
         ),
         ScorerEntry(
             name="bge",
-            load="cortex_agents.embeddings.onnx:bge_scorer",
+            load="cortex_agents.embeddings:bge_scorer",
             description="bge-small-en-v1.5 int8 on onnxruntime, 384 dims",
             install=_BGE_INSTALL,
         ),

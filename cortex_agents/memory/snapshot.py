@@ -22,14 +22,14 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from cortex_agents._timestamps import require_aware
 from cortex_agents.errors import InvalidSnapshot, Problem
-from cortex_agents.substrate.records import EdgeRecord, NodeId, NodeRecord
-from cortex_agents.substrate.state import GraphState
-from cortex_agents.timestamps import require_aware
+from cortex_agents.substrate._records import EdgeRecord, NodeId, NodeRecord
+from cortex_agents.substrate._state import GraphState
 
 if TYPE_CHECKING:
     from cortex_agents.memory.view import IndexView
-    from cortex_agents.substrate.log import SubstrateLog
+    from cortex_agents.substrate._log import SubstrateLog
 
 __all__ = ["MemorySnapshot"]
 

@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from cortex_agents.memory.columns import NEVER
 from cortex_agents.memory.extract import Extractor
-from cortex_agents.substrate.records import NodeId
+from cortex_agents.substrate._records import NodeId
 
 if TYPE_CHECKING:
     from cortex_agents.memory.fields import FieldsView

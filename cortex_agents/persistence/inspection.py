@@ -6,11 +6,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from cortex_agents._timestamps import format_timestamp
 from cortex_agents.persistence.saver import CortexSaver
 from cortex_agents.persistence.transfer import UnknownThread, latest_time, thread_config
-from cortex_agents.substrate.log import SubstrateLog
-from cortex_agents.substrate.records import RewriteFact
-from cortex_agents.timestamps import format_timestamp
+from cortex_agents.substrate._log import SubstrateLog
+from cortex_agents.substrate._records import RewriteFact
 
 __all__ = ["ThreadSummary", "describe_thread", "list_threads", "thread_log"]
 

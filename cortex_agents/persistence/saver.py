@@ -71,7 +71,7 @@ from cortex_agents.persistence.locks import ProcessLocks, ThreadLocks
 from cortex_agents.persistence.solo import HeldWrites, SoloWrites
 from cortex_agents.persistence.store import EMPTY_CURSOR, Cursor, SubstrateStore
 from cortex_agents.persistence.wrap import substrate_store
-from cortex_agents.substrate.log import SubstrateLog
+from cortex_agents.substrate._log import SubstrateLog
 
 __all__ = ["DEFAULT_CHANNEL", "CortexSaver"]
 

@@ -36,14 +36,14 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from cortex_agents.errors import InvalidArgument, StorageError
-from cortex_agents.substrate.events import (
+from cortex_agents.substrate._events import (
     EdgeAdded,
     Event,
     NodeScheduled,
     event_from_dict,
     event_to_dict,
 )
-from cortex_agents.substrate.log import LogBuffer, SubstrateLog
+from cortex_agents.substrate._log import LogBuffer, SubstrateLog
 
 __all__ = ["Cursor", "Segment", "SubstrateStore", "Transaction", "decode_event", "encode_event"]
 

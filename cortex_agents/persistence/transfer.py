@@ -34,10 +34,11 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import empty_checkpoint
 
+from cortex_agents._timestamps import format_timestamp, parse_timestamp
 from cortex_agents.errors import InvalidArgument, Problem, UnknownNode, UnknownThread
 from cortex_agents.memory.snapshot import MemorySnapshot
 from cortex_agents.persistence.saver import CortexSaver
-from cortex_agents.rewrite.budget import budget_problems
+from cortex_agents.rewrite._budget import budget_problems
 from cortex_agents.snapshotfile import (
     LeftOut,
     Salvage,
@@ -45,9 +46,8 @@ from cortex_agents.snapshotfile import (
     check_identifier,
     document_events,
 )
-from cortex_agents.substrate.events import StageStarted
-from cortex_agents.substrate.log import SubstrateLog
-from cortex_agents.timestamps import format_timestamp, parse_timestamp
+from cortex_agents.substrate._events import StageStarted
+from cortex_agents.substrate._log import SubstrateLog
 
 _ENTRY_TIME = "cortex_entry_time"
 _RUN_ID = "cortex_run_id"

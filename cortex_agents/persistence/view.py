@@ -6,16 +6,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
+from cortex_agents._timestamps import require_aware
 from cortex_agents.errors import InvalidArgument
 from cortex_agents.memory.snapshot import MemorySnapshot
 from cortex_agents.persistence.saver import CortexSaver
 from cortex_agents.persistence.transfer import UnknownThread, latest_time, thread_config
-from cortex_agents.substrate import queries
-from cortex_agents.substrate.fold import fold
-from cortex_agents.substrate.log import SubstrateLog
-from cortex_agents.substrate.records import NodeId, NodeRecord
-from cortex_agents.substrate.state import GraphState
-from cortex_agents.timestamps import require_aware
+from cortex_agents.substrate import _queries as queries
+from cortex_agents.substrate._fold import fold
+from cortex_agents.substrate._log import SubstrateLog
+from cortex_agents.substrate._records import NodeId, NodeRecord
+from cortex_agents.substrate._state import GraphState
 
 __all__ = ["SubstrateView", "open_view"]
 

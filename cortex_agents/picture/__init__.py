@@ -14,17 +14,17 @@ Pillow is imported on first use of :func:`to_png`, so the pure parts load withou
 
 from typing import Any
 
-from cortex_agents.picture.html import to_html
-from cortex_agents.picture.layout import Layout, layout
-from cortex_agents.picture.mermaid import to_mermaid
-from cortex_agents.picture.model import (
+from cortex_agents.picture._html import to_html
+from cortex_agents.picture._layout import Layout, layout
+from cortex_agents.picture._mermaid import to_mermaid
+from cortex_agents.picture._model import (
     AdmittedRewrite,
     Picture,
     PictureNode,
     RejectedProposal,
     picture_of,
 )
-from cortex_agents.picture.svg import to_svg
+from cortex_agents.picture._svg import to_svg
 
 __all__ = [
     "AdmittedRewrite",
@@ -43,7 +43,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name == "to_png":
-        from cortex_agents.picture.png import to_png
+        from cortex_agents.picture._png import to_png
 
         return to_png
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,8 +13,8 @@ oracle finds :func:`query_reference` in :mod:`cortex_agents.testing` too.
 It keeps the names of seed 001 (``src/Cortex/Pulse/Memory``): the walk
 (:func:`walk_candidates`, :func:`direction_relations`, :func:`bfs_distance`;
 ``walkCandidates`` / ``directionRelations`` / ``bfsDistance``) in
-:mod:`~cortex_agents.reference.walk`, and the query (:func:`query_reference`,
-``pureQueryMemory``) in :mod:`~cortex_agents.reference.query`. The third seed
+:mod:`~cortex_agents.reference._walk`, and the query (:func:`query_reference`,
+``pureQueryMemory``) in :mod:`~cortex_agents.reference._query`. The third seed
 name, the influence (``dagRandomWalkInfluence``), stays in
 :mod:`cortex_agents.memory.influence`: the engine orders its influence pass,
 its snapshot files and its wires by that module's canonical order.
@@ -23,8 +23,8 @@ Imports point down: this package reads :mod:`cortex_agents.memory` and the
 substrate records, and no layer below it imports it (``tests/unit/test_layering.py``).
 """
 
-from cortex_agents.reference.query import beyond_boundary, query_reference, semantic_axes
-from cortex_agents.reference.walk import (
+from cortex_agents.reference._query import beyond_boundary, query_reference, semantic_axes
+from cortex_agents.reference._walk import (
     bfs_distance,
     direction_relations,
     relations_of,

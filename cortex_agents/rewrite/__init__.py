@@ -6,12 +6,12 @@ the registered kinds, the proposer's policy and the run's remaining budget;
 here imports LangGraph, does I/O or reads a clock.
 """
 
-from cortex_agents.rewrite.admission import admit, static_cost
-from cortex_agents.rewrite.algebra import RewriteDiff, global_id, plan_diff
-from cortex_agents.rewrite.budget import DEFAULT_BUDGET, DIMENSIONS, remaining
-from cortex_agents.rewrite.materialize import materialize, pending_materialization
-from cortex_agents.rewrite.policy import RewritePolicy
-from cortex_agents.rewrite.spec import (
+from cortex_agents.rewrite._admission import admit, static_cost
+from cortex_agents.rewrite._algebra import RewriteDiff, global_id, plan_diff
+from cortex_agents.rewrite._budget import DEFAULT_BUDGET, DIMENSIONS, remaining
+from cortex_agents.rewrite._materialize import materialize, pending_materialization
+from cortex_agents.rewrite._policy import RewritePolicy
+from cortex_agents.rewrite._spec import (
     FORMS,
     LocalNode,
     ProposalInvalid,

@@ -9,31 +9,31 @@ How a runtime uses it::
 
 Modules:
 
-- :mod:`~cortex_agents.scratch.backends`: :func:`open_scratch`, which opens a
+- :mod:`~cortex_agents.scratch._backends`: :func:`open_scratch`, which opens a
   :class:`ScratchBackend` (a store and its write guard) on a database.
-- :mod:`~cortex_agents.scratch.store`: :class:`ScratchBackend` and
+- :mod:`~cortex_agents.scratch._store`: :class:`ScratchBackend` and
   :class:`ScratchMemory`, one node's memory in one scope (``global`` or
   ``per_thread``) with ``read``, ``list``, ``append``, ``update`` and
   ``delete``, and the file-memory commands ``create``, ``str_replace``,
   ``insert`` and ``rename``.
-- :mod:`~cortex_agents.scratch.edits`: what a line is, for ``view``,
+- :mod:`~cortex_agents.scratch._edits`: what a line is, for ``view``,
   ``insert`` and ``str_replace``.
-- :mod:`~cortex_agents.scratch.atomic`: :class:`WriteGuard` and the guards
+- :mod:`~cortex_agents.scratch._atomic`: :class:`WriteGuard` and the guards
   that make read-modify-write atomic on InMemory, SQLite and Postgres stores.
-- :mod:`~cortex_agents.scratch.paths`: what a valid path is.
-- :mod:`~cortex_agents.scratch.tree`: the directory tree and its rendering.
-- :mod:`~cortex_agents.scratch.connector`: :class:`ScratchConnector`, which
+- :mod:`~cortex_agents.scratch._paths`: what a valid path is.
+- :mod:`~cortex_agents.scratch._tree`: the directory tree and its rendering.
+- :mod:`~cortex_agents.scratch._connector`: :class:`ScratchConnector`, which
   puts the memory into the model's messages.
 
 Limits and path rules are documented (and importable) in their modules. The
 ``memory`` LangChain tool over this store lives with the other LangChain tools,
-in :mod:`cortex_agents.tools.scratch_tool` (``make_memory_tool``, exported by
+in :mod:`cortex_agents.tools._scratch_tool` (``make_memory_tool``, exported by
 :mod:`cortex_agents.tools`): tools sit above the runtime, the store below it.
 """
 
-from cortex_agents.scratch.atomic import WriteGuard
-from cortex_agents.scratch.backends import open_scratch
-from cortex_agents.scratch.connector import (
+from cortex_agents.scratch._atomic import WriteGuard
+from cortex_agents.scratch._backends import open_scratch
+from cortex_agents.scratch._connector import (
     CONTENT_MODES,
     DEFAULT_MAX_CHARS,
     PLACEMENTS,
@@ -43,8 +43,8 @@ from cortex_agents.scratch.connector import (
     ScratchConnector,
     inject_memory,
 )
-from cortex_agents.scratch.store import SCRATCH_SCOPES, ScratchBackend, ScratchMemory, ScratchScope
-from cortex_agents.scratch.tree import MemoryFile, TreeNode, render_tree
+from cortex_agents.scratch._store import SCRATCH_SCOPES, ScratchBackend, ScratchMemory, ScratchScope
+from cortex_agents.scratch._tree import MemoryFile, TreeNode, render_tree
 
 __all__ = [
     # Opening and binding

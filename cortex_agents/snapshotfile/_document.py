@@ -17,9 +17,9 @@ from cortex_agents.errors import Problem
 from cortex_agents.memory.snapshot import MemorySnapshot
 from cortex_agents.snapshotfile._integrity import Category
 from cortex_agents.snapshotfile._limits import BadNumber
-from cortex_agents.substrate.log import SubstrateLog
-from cortex_agents.substrate.records import EdgeRecord, NodeRecord, RewriteFact
-from cortex_agents.substrate.state import GraphState
+from cortex_agents.substrate._log import SubstrateLog
+from cortex_agents.substrate._records import EdgeRecord, NodeRecord, RewriteFact
+from cortex_agents.substrate._state import GraphState
 
 __all__ = ["SCHEMA_VERSION", "SQLITE_HEADER", "LeftOut", "Salvage", "SnapshotDocument"]
 

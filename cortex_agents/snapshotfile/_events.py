@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from cortex_agents.memory.influence import canonical_order
-from cortex_agents.substrate.events import (
+from cortex_agents.substrate._events import (
     EdgeAdded,
     Event,
     NodeRetired,
@@ -24,7 +24,7 @@ from cortex_agents.substrate.events import (
     StageFailed,
     StageStarted,
 )
-from cortex_agents.substrate.records import NodeId, NodeRecord
+from cortex_agents.substrate._records import NodeId, NodeRecord
 
 if TYPE_CHECKING:
     from cortex_agents.snapshotfile._document import SnapshotDocument

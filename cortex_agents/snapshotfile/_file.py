@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from cortex_agents._timestamps import format_timestamp
 from cortex_agents.errors import InvalidSnapshot, Problem
 from cortex_agents.memory.influence import canonical_order
 from cortex_agents.snapshotfile._document import (
@@ -23,8 +24,7 @@ from cortex_agents.snapshotfile._document import (
 )
 from cortex_agents.snapshotfile._limits import DEFAULT_LIMITS, SnapshotLimits
 from cortex_agents.snapshotfile._reader import Reading, read_text
-from cortex_agents.substrate.records import NodeId, NodeRecord, RewriteFact
-from cortex_agents.timestamps import format_timestamp
+from cortex_agents.substrate._records import NodeId, NodeRecord, RewriteFact
 
 __all__ = [
     "checked_dump",

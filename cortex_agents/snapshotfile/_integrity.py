@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from cortex_agents.substrate.records import REJECTION_CODES, NodeRecord, RewriteFact
+from cortex_agents.substrate._records import REJECTION_CODES, NodeRecord, RewriteFact
 
 __all__ = ["Category", "IndexedEdge", "back_edges", "edge_state_problem", "rewrite_problem"]
 

@@ -9,10 +9,10 @@ or expand a small file into millions of events.
 
 The bounds of a value (a node's ``output``, a rewrite's ``proposal``, an
 id, a string, tags, attempts) are the substrate's own
-(:mod:`cortex_agents.substrate.bounds`, and
-:func:`~cortex_agents.substrate.events.storable_json`: 64-bit integers, finite
+(:mod:`cortex_agents.substrate._bounds`, and
+:func:`~cortex_agents.substrate._events.storable_json`: 64-bit integers, finite
 floats, no lone surrogates, at most
-:data:`~cortex_agents.substrate.events.MAX_DEPTH` levels): a run refuses what
+:data:`~cortex_agents.substrate._events.MAX_DEPTH` levels): a run refuses what
 exceeds them where the value enters, so whatever a run stores, a file can
 carry, and the reverse. The counts and the size of a whole file (nodes,
 edges, events, bytes) bound what one file may hold; ``export`` checks its file
@@ -29,14 +29,14 @@ from itertools import accumulate
 from typing import Any, Final
 
 from cortex_agents.errors import InvalidArgument, Problem
-from cortex_agents.substrate.bounds import (
+from cortex_agents.substrate._bounds import (
     MAX_ATTEMPTS,
     MAX_ID_CHARS,
     MAX_STRING_CHARS,
     MAX_TAGS,
     id_problem,
 )
-from cortex_agents.substrate.events import MAX_DEPTH
+from cortex_agents.substrate._events import MAX_DEPTH
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -106,7 +106,7 @@ def identifier_problem(value: Any, limits: SnapshotLimits = DEFAULT_LIMITS) -> s
 
     An id (node, kind, tag, run, thread) is a non-empty string of at most
     ``max_id_chars`` characters with no control characters and no lone
-    surrogates (:func:`~cortex_agents.substrate.bounds.id_problem`).
+    surrogates (:func:`~cortex_agents.substrate._bounds.id_problem`).
     """
     return id_problem(value, limits.max_id_chars)
 

@@ -29,8 +29,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 
+from cortex_agents._timestamps import parse_timestamp
 from cortex_agents.errors import CortexError, InvalidArgument, Problem
-from cortex_agents.rewrite.budget import budget_problems
+from cortex_agents.rewrite._budget import budget_problems
 from cortex_agents.snapshotfile._document import SCHEMA_VERSION, LeftOut, SnapshotDocument
 from cortex_agents.snapshotfile._events import document_events, event_count
 from cortex_agents.snapshotfile._integrity import (
@@ -46,10 +47,10 @@ from cortex_agents.snapshotfile._limits import (
     identifier_problem,
     walk_problems,
 )
-from cortex_agents.substrate.events import storable_json
-from cortex_agents.substrate.fold import fold
-from cortex_agents.substrate.log import SubstrateLog
-from cortex_agents.substrate.records import (
+from cortex_agents.substrate._events import storable_json
+from cortex_agents.substrate._fold import fold
+from cortex_agents.substrate._log import SubstrateLog
+from cortex_agents.substrate._records import (
     EdgeRecord,
     NodeId,
     NodeRecord,
@@ -57,7 +58,6 @@ from cortex_agents.substrate.records import (
     RejectionCode,
     RewriteFact,
 )
-from cortex_agents.timestamps import parse_timestamp
 
 __all__ = ["Reading", "read_text"]
 

@@ -1,14 +1,14 @@
 """LLM stage kinds (planner, analyst, merge, reviewer, rewriter), their prompts and outputs."""
 
-from cortex_agents.stages.kinds import KINDS, analyst, merge, planner, reviewer, rewriter
-from cortex_agents.stages.llm import (
+from cortex_agents.stages._kinds import KINDS, analyst, merge, planner, reviewer, rewriter
+from cortex_agents.stages._llm import (
     CHAT_MODEL,
     ModelUnavailable,
     chat_model_from_env,
     converse,
     stage_tools,
 )
-from cortex_agents.stages.outputs import (
+from cortex_agents.stages._outputs import (
     Analysis,
     Branch,
     Merged,
@@ -17,8 +17,8 @@ from cortex_agents.stages.outputs import (
     Review,
     parse_output,
 )
-from cortex_agents.stages.prompts import load_prompt, prompt_for, render
-from cortex_agents.stages.structured import STRUCTURED_OUTPUT, AnswerFormat, structured_form
+from cortex_agents.stages._prompts import load_prompt, prompt_for, render
+from cortex_agents.stages._structured import STRUCTURED_OUTPUT, AnswerFormat, structured_form
 
 __all__ = [
     "CHAT_MODEL",

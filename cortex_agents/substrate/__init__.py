@@ -3,7 +3,7 @@
 Nothing here imports LangGraph, does I/O or reads a clock.
 """
 
-from cortex_agents.substrate.events import (
+from cortex_agents.substrate._events import (
     EdgeAdded,
     EdgeRemoved,
     Event,
@@ -20,10 +20,11 @@ from cortex_agents.substrate.events import (
     event_from_dict,
     event_to_dict,
 )
-from cortex_agents.substrate.fold import fold
-from cortex_agents.substrate.log import SubstrateLog, append_events
-from cortex_agents.substrate.queries import by_tag, lineage, neighbors, recent, since
-from cortex_agents.substrate.records import (
+from cortex_agents.substrate._fold import fold
+from cortex_agents.substrate._log import SubstrateLog, append_events
+from cortex_agents.substrate._log import _unpickled as _unpickled  # pickles name it here
+from cortex_agents.substrate._queries import by_tag, lineage, neighbors, recent, since
+from cortex_agents.substrate._records import (
     NODE_STATUSES,
     REJECTION_CODES,
     SETTLED,
@@ -36,7 +37,7 @@ from cortex_agents.substrate.records import (
     RejectionCode,
     RewriteFact,
 )
-from cortex_agents.substrate.state import EMPTY_STATE, GraphState
+from cortex_agents.substrate._state import EMPTY_STATE, GraphState
 
 __all__ = [
     "EMPTY_STATE",

@@ -19,7 +19,7 @@ import os
 import sys
 from datetime import UTC, datetime
 
-import cortex_agents.runtime.graph as graph_module
+import cortex_agents.runtime._graph as graph_module
 from cortex_agents.persistence import open_saver
 from cortex_agents.rewrite import RewritePolicy
 from cortex_agents.runtime import LogicalClock, Runtime, StageContext, WireBuilder

@@ -14,8 +14,7 @@ import sys
 
 from cortex_agents.persistence import open_saver
 from cortex_agents.persistence.solo import SoloWrites
-from cortex_agents.runtime import Runtime, StageContext, WireBuilder
-from cortex_agents.runtime.clock import LogicalClock
+from cortex_agents.runtime import LogicalClock, Runtime, StageContext, WireBuilder
 
 STAGES = 6
 

@@ -11,9 +11,9 @@ import pytest
 from cortex_agents.errors import RunFailed
 from cortex_agents.persistence import memory_saver, open_saver
 from cortex_agents.runtime import Runtime, StageContext, TickingClock, WireBuilder
-from cortex_agents.runtime.graph import FRONTIER_CACHE
+from cortex_agents.runtime._graph import FRONTIER_CACHE
 from cortex_agents.substrate import StageFailed, ToolCallMade
-from cortex_agents.substrate.branch import STATE_CACHE
+from cortex_agents.substrate._branch import STATE_CACHE
 from tests.helpers import T0
 
 STEPS = 2000

@@ -130,7 +130,7 @@ def test_tiktoken_loads_offline_from_an_empty_cache(tmp_path):
         "import socket\n"
         "def refuse(*a, **k): raise OSError('offline')\n"
         "socket.socket.connect = refuse\n"
-        "from cortex_agents.tools.tokens import count_tokens\n"
+        "from cortex_agents.tools._tokens import count_tokens\n"
         "print(count_tokens('memory is a graph query'), count_tokens('x', 'cl100k_base'))\n"
     )
     done = subprocess.run(

@@ -23,12 +23,12 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
+from cortex_agents._demo import SCENARIOS
+from cortex_agents.cli import _demo_view as view
 from cortex_agents.cli import app
-from cortex_agents.cli import demo_view as view
-from cortex_agents.cli.app import COMMANDS
-from cortex_agents.cli.narrow import command_lines
-from cortex_agents.cli.run_cmd import _Printer
-from cortex_agents.demo import SCENARIOS
+from cortex_agents.cli._app import COMMANDS
+from cortex_agents.cli._narrow import command_lines
+from cortex_agents.cli._run_cmd import _Printer
 from cortex_agents.persistence import memory_saver
 from cortex_agents.runtime import Runtime, TickingClock, load_wire
 from tests.chat import call, say

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cortex_agents.persistence import Cursor
-from cortex_agents.substrate.packed import CHUNK
+from cortex_agents.substrate._packed import CHUNK
 from tests.graphs import chain_graph, expected_log
 
 

@@ -12,8 +12,8 @@ from cortex_agents.errors import InvalidArgument, InvalidWire
 from cortex_agents.persistence import memory_saver
 from cortex_agents.runtime import Runtime, StageContext, TickingClock, WireBuilder
 from cortex_agents.scratch import open_scratch
-from cortex_agents.scratch.connector import MEMORY_MESSAGE_ID, connector_problems
-from cortex_agents.stages.llm import converse
+from cortex_agents.scratch._connector import MEMORY_MESSAGE_ID, connector_problems
+from cortex_agents.stages import converse
 from tests.chat import ScriptedChatModel, call, say
 from tests.helpers import T0
 
@@ -121,7 +121,7 @@ def test_a_wire_with_a_bad_connector_setting_is_refused_when_it_is_built():
 
 
 def test_the_stage_reads_its_settings_through_the_same_check():
-    from cortex_agents.scratch.connector import connector_from_config
+    from cortex_agents.scratch._connector import connector_from_config
 
     with pytest.raises(InvalidArgument, match=r"config\.scratch_connector\.max_chars"):
         connector_from_config({"max_chars": 99})

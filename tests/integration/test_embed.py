@@ -155,7 +155,7 @@ def test_record_mode_records_updates_a_store_cannot_hold_and_none_is_an_empty_up
 
 
 def research_graph(model: Any, on_error: str = "raise") -> Any:
-    from cortex_agents.stages.llm import converse
+    from cortex_agents.stages import converse
 
     clock = TickingClock(T0, timedelta(seconds=1))
 
@@ -204,7 +204,7 @@ def test_a_stage_node_given_a_model_records_its_tool_calls_between_start_and_out
 
 
 def test_a_stage_node_without_a_model_says_how_to_give_it_one(monkeypatch):
-    from cortex_agents.stages.llm import ModelUnavailable
+    from cortex_agents.stages import ModelUnavailable
 
     for variable in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(variable, raising=False)

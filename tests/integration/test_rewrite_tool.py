@@ -257,7 +257,7 @@ def test_the_tool_is_only_built_for_a_context_with_a_rewrite_session():
     import pytest
 
     from cortex_agents.errors import InvalidArgument
-    from cortex_agents.runtime.rewrites import HasRewrites
+    from cortex_agents.runtime._rewrites import HasRewrites
     from cortex_agents.tools import make_propose_rewrite_tool
 
     context = SimpleNamespace(rewrites=None)  # a stage its wire does not make rewrite-capable

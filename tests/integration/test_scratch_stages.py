@@ -10,7 +10,7 @@ from cortex_agents.errors import InvalidArgument, InvalidWire
 from cortex_agents.persistence import memory_saver, open_saver
 from cortex_agents.runtime import Runtime, StageContext, TickingClock, WireBuilder
 from cortex_agents.scratch import open_scratch
-from cortex_agents.stages.llm import converse
+from cortex_agents.stages import converse
 from cortex_agents.substrate import ToolCallMade
 from tests.chat import ScriptedChatModel, call, say
 from tests.helpers import T0

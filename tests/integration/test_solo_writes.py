@@ -21,9 +21,7 @@ from cortex_agents.errors import StorageError, WriterFenced
 from cortex_agents.persistence import aopen_saver, open_saver
 from cortex_agents.persistence.solo import SoloWrites
 from cortex_agents.persistence.urls import is_postgres_url
-from cortex_agents.runtime import Runtime, WireBuilder
-from cortex_agents.runtime.clock import LogicalClock, TickingClock
-from cortex_agents.runtime.graph import build_graph
+from cortex_agents.runtime import LogicalClock, Runtime, TickingClock, WireBuilder, build_graph
 from cortex_agents.substrate import StageCompleted
 from tests.graphs import expected_log
 from tests.helpers import T0

@@ -31,8 +31,7 @@ from cortex_agents.persistence import open_saver
 from cortex_agents.persistence.fencing import Fence
 from cortex_agents.persistence.store import Cursor
 from cortex_agents.persistence.validation import validate_thread
-from cortex_agents.runtime import Runtime, WireBuilder
-from cortex_agents.runtime.clock import TickingClock
+from cortex_agents.runtime import Runtime, TickingClock, WireBuilder
 from cortex_agents.substrate import event_from_dict
 from tests.fencing_support import table_rows
 from tests.graphs import chain_graph, expected_log, stage_events

@@ -16,14 +16,14 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
 
-from cortex_agents.bundled import bundled_path
-from cortex_agents.demo import FIXTURES, RecordedModel, _settings
+from cortex_agents._bundled import bundled_path
+from cortex_agents._demo import FIXTURES, RecordedModel, _settings
 from cortex_agents.errors import InvalidArgument
-from cortex_agents.evaluation.review_arms import run_review
-from cortex_agents.evaluation.reviews import build_review_cases
-from cortex_agents.stages.llm import build_chat_model
-from cortex_agents.stages.tool_turn_cap import ForcedTurnCap
-from cortex_agents.tools.loop import ToolPolicy, run_tool_loop
+from cortex_agents.evaluation._review_arms import run_review
+from cortex_agents.evaluation._reviews import build_review_cases
+from cortex_agents.stages._llm import build_chat_model
+from cortex_agents.stages._tool_turn_cap import ForcedTurnCap
+from cortex_agents.tools import ToolPolicy, run_tool_loop
 from tests.chat_server import serve_chat
 
 ROOT = Path(__file__).parents[2]

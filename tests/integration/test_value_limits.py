@@ -25,8 +25,7 @@ from cortex_agents.cli import app
 from cortex_agents.errors import InvalidArgument, InvalidSnapshot, InvalidWire
 from cortex_agents.persistence import open_saver
 from cortex_agents.persistence.transfer import export_document, import_document
-from cortex_agents.runtime import Runtime, WireBuilder
-from cortex_agents.runtime.wire_file import load_wire
+from cortex_agents.runtime import Runtime, WireBuilder, load_wire
 from cortex_agents.snapshotfile import (
     SnapshotDocument,
     checked_dump,
@@ -37,8 +36,8 @@ from cortex_agents.snapshotfile import (
     write_snapshot,
 )
 from cortex_agents.substrate import NodeScheduled, SubstrateLog, fold
-from cortex_agents.substrate.bounds import MAX_ID_CHARS, MAX_STRING_CHARS, MAX_TAGS
-from cortex_agents.substrate.events import check_event
+from cortex_agents.substrate._bounds import MAX_ID_CHARS, MAX_STRING_CHARS, MAX_TAGS
+from cortex_agents.substrate._events import check_event
 from tests.helpers import T0, at
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "claim_review.json"
@@ -143,8 +142,7 @@ def test_ids_and_tags_a_file_cannot_carry_are_refused_where_they_enter():
 
 
 def test_a_rewrite_whose_ids_grow_past_the_bound_is_an_invalid_rewrite():
-    from cortex_agents.rewrite import RewritePolicy, admit
-    from cortex_agents.rewrite.budget import DIMENSIONS
+    from cortex_agents.rewrite import DIMENSIONS, RewritePolicy, admit
     from tests.rewrite_support import VOCABULARY, graph, proposal
 
     anchor = "a" * (MAX_ID_CHARS - 10)  # a node a run of nested rewrites could have made

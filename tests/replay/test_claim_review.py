@@ -16,9 +16,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from cortex_agents.bundled import bundled_path
+from cortex_agents._bundled import bundled_path
+from cortex_agents._demo import SCENARIOS, run_recorded
 from cortex_agents.cli import app
-from cortex_agents.demo import SCENARIOS, run_recorded
 from cortex_agents.memory import MemoryHandle, Topological
 from cortex_agents.persistence import memory_saver, open_saver
 from cortex_agents.persistence.transfer import export_as_seen_by

@@ -8,8 +8,8 @@ import json
 import pytest
 import yaml
 
-from cortex_agents.bundled import bundled_path
-from cortex_agents.demo import SCENARIOS, run_recorded
+from cortex_agents._bundled import bundled_path
+from cortex_agents._demo import SCENARIOS, run_recorded
 from cortex_agents.persistence import open_saver
 from cortex_agents.substrate import (
     RewriteAdmitted,

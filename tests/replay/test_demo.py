@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from cortex_agents.demo import SCENARIOS, run_recorded
+from cortex_agents._demo import SCENARIOS, run_recorded
 from cortex_agents.persistence import memory_saver
 from cortex_agents.substrate import ToolCallMade
 

@@ -14,10 +14,10 @@ import sys
 
 import pytest
 
-from cortex_agents.bundled import bundled_path
-from cortex_agents.evaluation.review_runs import load_recorded, replay_case, showcase
-from cortex_agents.evaluation.review_score import score_review
-from cortex_agents.evaluation.reviews import build_review_cases
+from cortex_agents._bundled import bundled_path
+from cortex_agents.evaluation._review_runs import load_recorded, replay_case, showcase
+from cortex_agents.evaluation._review_score import score_review
+from cortex_agents.evaluation._reviews import build_review_cases
 from cortex_agents.persistence import memory_saver
 from cortex_agents.substrate import ToolCallMade
 from tests.replay.test_demo import and_list, demo, next_commands, prose, table_columns

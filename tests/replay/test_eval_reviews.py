@@ -13,16 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from cortex_agents.demo import RecordedModel
-from cortex_agents.evaluation.review_arms import ARMS
-from cortex_agents.evaluation.review_runs import (
+from cortex_agents._demo import RecordedModel
+from cortex_agents.evaluation._review_arms import ARMS
+from cortex_agents.evaluation._review_runs import (
     StaleCassette,
     cassette_path,
     load_recorded,
     record_split,
     replay_split,
 )
-from cortex_agents.evaluation.reviews import build_review_cases
+from cortex_agents.evaluation._reviews import build_review_cases
 from tests.chat_server import serve_chat
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cortex_agents.demo import FIXTURES, is_malformed_call, recorded_model, run_recorded
+from cortex_agents._demo import FIXTURES, is_malformed_call, recorded_model, run_recorded
 from cortex_agents.persistence import memory_saver
 from cortex_agents.substrate import ToolCallMade
 
@@ -66,7 +66,7 @@ def test_a_malformed_call_came_back_as_a_tool_error_and_the_stage_finished(repla
 def test_answers_cut_short_are_marked_inferred_and_the_demo_would_say_so(replayed):
     from rich.console import Console
 
-    from cortex_agents.cli.demo_view import report_panels
+    from cortex_agents.cli._demo_view import report_panels
 
     inferred = [s for s, out in replayed.outputs.items() if out["value"]["parsed"] is False]
     assert inferred  # cut at 24 tokens: not the JSON asked for

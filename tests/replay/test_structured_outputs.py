@@ -8,8 +8,8 @@ import json
 import pytest
 import yaml
 
-from cortex_agents.bundled import bundled_path
-from cortex_agents.demo import SCENARIOS, recorded_model, run_recorded
+from cortex_agents._bundled import bundled_path
+from cortex_agents._demo import SCENARIOS, recorded_model, run_recorded
 from cortex_agents.persistence import memory_saver
 
 TITLES = {

@@ -27,7 +27,7 @@ from cortex_agents.substrate import (
     event_to_dict,
     fold,
 )
-from cortex_agents.substrate.branch import EMPTY_DIGEST, MAX_DERIVED, STATE_CACHE, chain_digest
+from cortex_agents.substrate._branch import EMPTY_DIGEST, MAX_DERIVED, STATE_CACHE, chain_digest
 from tests.helpers import T0, at
 from tests.substrate_support import next_event, random_run
 
@@ -298,7 +298,7 @@ def test_the_dicts_made_checking_a_step_are_what_it_writes_hashes_and_stores():
 
 def test_the_dicts_of_a_step_outlive_the_next_steps_for_a_late_checkpoint():
     # under durability="async" a step's checkpoint may be stored after later steps ran
-    from cortex_agents.substrate.branch import FORMS_KEPT
+    from cortex_agents.substrate._branch import FORMS_KEPT
 
     log = SubstrateLog([NodeScheduled(node_id=f"n{i}", kind="k", at=at(0)) for i in range(40)])
     starts, i = [], 0

@@ -9,7 +9,7 @@ import typer.main
 from typer.testing import CliRunner
 
 from cortex_agents.cli import app
-from cortex_agents.cli.app import COMMANDS, load_commands
+from cortex_agents.cli._app import COMMANDS, load_commands
 
 # What `--help` must not pull in: the runtime's and the tools' heavy dependencies.
 HEAVY = ("langgraph", "langchain_core", "langsmith", "tiktoken", "cortex_agents.runtime")

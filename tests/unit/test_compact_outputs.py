@@ -20,8 +20,8 @@ from cortex_agents.substrate import (
     StageStarted,
     SubstrateLog,
 )
-from cortex_agents.substrate.compact import MAX_PACKED_DEPTH, hold, release
-from cortex_agents.substrate.events import MAX_DEPTH
+from cortex_agents.substrate._compact import MAX_PACKED_DEPTH, hold, release
+from cortex_agents.substrate._events import MAX_DEPTH
 from tests.helpers import T0, at
 
 VALUES = settings(max_examples=300, deadline=None)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cortex_agents.cli.demo_view import display
+from cortex_agents.cli._demo_view import display
 
 
 def test_entities_a_model_echoed_are_unescaped_however_deep():

@@ -19,15 +19,14 @@ from langgraph.store.memory import InMemoryStore
 
 from cortex_agents.memory.engine import MEMO_ENTRIES, QueryMemo
 from cortex_agents.persistence import wrap
-from cortex_agents.scratch.atomic import ProcessLockGuard
-from cortex_agents.tools.binding import bind_to_graph
-from cortex_agents.tools.scratch_tool import make_memory_tool
+from cortex_agents.scratch._atomic import ProcessLockGuard
+from cortex_agents.tools import bind_to_graph, make_memory_tool
 
 PACKAGE = Path(__file__).resolve().parents[2] / "cortex_agents"
 
 # (module, function) -> why its unbounded cache cannot grow without bound
 FINITE_KEYS = {
-    ("tools/tokens.py", "encoding"): "a name outside the two offline encodings raises first",
+    ("tools/_tokens.py", "encoding"): "a name outside the two offline encodings raises first",
 }
 
 

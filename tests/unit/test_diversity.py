@@ -263,7 +263,7 @@ memory = {{ strategy = "topological", preset = "reviewer", diversity = "mmr", mm
 
 
 def test_a_wire_file_declares_diversity_and_refuses_a_bad_lambda(tmp_path):
-    from cortex_agents.runtime.wire_file import load_wire
+    from cortex_agents.runtime import load_wire
 
     (tmp_path / "kinds.py").write_text("def run(ctx):\n    return {'finding': 'x'}\n")
     path = tmp_path / "wire.toml"
@@ -317,7 +317,7 @@ def test_the_stage_never_moves_a_repeated_body_ahead_of_a_new_one():
 def test_a_stage_that_opts_in_without_a_lambda_keeps_its_preset_s_lambda(tmp_path):
     """``Topological(diversity="mmr")`` with no ``mmr_lambda`` leaves the preset's lambda as it
     is (the built-in presets' is MMR_LAMBDA), as ``scorer=None`` and ``limit=None`` do."""
-    from cortex_agents.runtime.wire_file import load_wire
+    from cortex_agents.runtime import load_wire
 
     own = dataclasses.replace(
         BUILTIN_PRESETS["reviewer"],
@@ -393,7 +393,7 @@ def test_a_wire_file_refuses_diversity_keys_on_a_classic_stage(tmp_path):
     """A classic stage (the default strategy) reads none of the topological keys: a wire file
     that gives it ``diversity`` or ``mmr_lambda`` (even an out-of-range one) is refused,
     naming each key, rather than run without the stage it asked for."""
-    from cortex_agents.runtime.wire_file import load_wire
+    from cortex_agents.runtime import load_wire
 
     (tmp_path / "kinds.py").write_text("def run(ctx):\n    return {'finding': 'x'}\n")
     path = tmp_path / "wire.toml"

@@ -143,11 +143,11 @@ def test_every_error_in_errors_py_is_drawn_in_its_tree():
         ("cortex_agents.persistence", "UnknownThread"),
         ("cortex_agents.persistence.transfer", "UnknownThread"),
         ("cortex_agents.stages", "ModelUnavailable"),
-        ("cortex_agents.stages.llm", "ModelUnavailable"),
+        ("cortex_agents.stages._llm", "ModelUnavailable"),
         ("cortex_agents.testing", "NetworkBlocked"),
         ("cortex_agents.testing.network", "NetworkBlocked"),
-        ("cortex_agents.rewrite.admission", "Rejection"),
-        ("cortex_agents.substrate.records", "RejectionCode"),
+        ("cortex_agents.rewrite._admission", "Rejection"),
+        ("cortex_agents.substrate._records", "RejectionCode"),
     ],
 )
 def test_moved_errors_still_import_from_where_they_did(module, name):
@@ -155,7 +155,7 @@ def test_moved_errors_still_import_from_where_they_did(module, name):
 
 
 def test_an_unstorable_stage_output_is_an_error_of_the_tree_and_still_a_type_error():
-    from cortex_agents.runtime.stage import to_json_output
+    from cortex_agents.runtime._stage import to_json_output
 
     with pytest.raises(errors.InvalidOutput, match="not JSON-serialisable") as caught:
         to_json_output({"n": 2**70})
@@ -165,7 +165,7 @@ def test_an_unstorable_stage_output_is_an_error_of_the_tree_and_still_a_type_err
 
 
 def test_a_cycle_in_a_picture_names_the_cycle():
-    from cortex_agents.picture.layout import _longest_path_layers
+    from cortex_agents.picture._layout import _longest_path_layers
 
     preds = {"a": ["c"], "b": ["a"], "c": ["b"], "d": []}
     succs = {"a": ["b"], "b": ["c"], "c": ["a"], "d": []}
@@ -181,7 +181,7 @@ def test_a_cycle_in_a_picture_names_the_cycle():
 
 
 def test_an_unknown_review_case_id_is_an_unknown_case_and_still_a_key_error():
-    from cortex_agents.evaluation.reviews import split_of
+    from cortex_agents.evaluation._reviews import split_of
 
     with pytest.raises(errors.UnknownCase) as caught:
         split_of("unsourced-99")
@@ -195,7 +195,7 @@ def test_an_unknown_review_case_id_is_an_unknown_case_and_still_a_key_error():
 
 
 def test_a_branch_a_case_does_not_have_is_an_unknown_case_naming_its_branches():
-    from cortex_agents.evaluation.reviews import build_review_cases
+    from cortex_agents.evaluation._reviews import build_review_cases
 
     case = build_review_cases()[0]
     with pytest.raises(KeyError) as caught:
@@ -209,8 +209,7 @@ def test_a_branch_a_case_does_not_have_is_an_unknown_case_naming_its_branches():
 
 
 def test_a_settled_node_without_a_completion_time_is_an_invalid_argument():
-    from cortex_agents.substrate import GraphState, NodeRecord
-    from cortex_agents.substrate.queries import recent
+    from cortex_agents.substrate import GraphState, NodeRecord, recent
 
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
     node = NodeRecord(id="a", kind="k", status="completed", captured_at=t0)  # as no fold makes
@@ -221,7 +220,7 @@ def test_a_settled_node_without_a_completion_time_is_an_invalid_argument():
 
 
 def test_a_value_the_packed_encoder_cannot_hold_is_an_invalid_output():
-    from cortex_agents.substrate.compact import _encoder
+    from cortex_agents.substrate._compact import _encoder
 
     with pytest.raises(errors.InvalidOutput) as caught:
         _encoder()({"when": datetime(2026, 1, 1)})
@@ -231,7 +230,7 @@ def test_a_value_the_packed_encoder_cannot_hold_is_an_invalid_output():
 
 def test_changing_a_field_a_node_record_does_not_have_is_an_invalid_argument():
     from cortex_agents.substrate import NodeRecord
-    from cortex_agents.substrate.fold import _changed
+    from cortex_agents.substrate._fold import _changed
 
     node = NodeRecord(id="a", kind="k", captured_at=datetime(2026, 1, 1, tzinfo=UTC))
     with pytest.raises(errors.InvalidArgument) as caught:

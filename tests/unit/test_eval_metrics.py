@@ -10,10 +10,17 @@ import re
 import pytest
 
 from cortex_agents.errors import InvalidArgument
-from cortex_agents.evaluation.cases import load_cases, read_cases
-from cortex_agents.evaluation.devset import FAMILIES, generate_cases
-from cortex_agents.evaluation.metrics import ndcg_at, recall_at, reciprocal_rank, score_ranking
-from cortex_agents.evaluation.topics import ASPECTS, HELDOUT_ASPECTS
+from cortex_agents.evaluation import (
+    FAMILIES,
+    generate_cases,
+    load_cases,
+    ndcg_at,
+    read_cases,
+    recall_at,
+    reciprocal_rank,
+    score_ranking,
+)
+from cortex_agents.evaluation._topics import ASPECTS, HELDOUT_ASPECTS
 from cortex_agents.memory.extract import default_extractor
 
 

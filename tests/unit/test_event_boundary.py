@@ -27,7 +27,7 @@ from cortex_agents.substrate import (
     event_from_dict,
     event_to_dict,
 )
-from cortex_agents.substrate.events import MAX_DEPTH
+from cortex_agents.substrate._events import MAX_DEPTH
 from tests.helpers import at
 
 SERDE = JsonPlusSerializer()

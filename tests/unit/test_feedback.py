@@ -197,7 +197,7 @@ def test_the_model_s_tool_calls_run_the_stage_s_second_pass_and_record_it():
 
 def test_a_wire_file_declares_the_second_pass(tmp_path):
     from cortex_agents.errors import InvalidWire
-    from cortex_agents.runtime.wire_file import load_wire
+    from cortex_agents.runtime import load_wire
 
     (tmp_path / "kinds.py").write_text("def run(ctx):\n    return {'finding': 'x'}\n")
     wire = """

@@ -11,7 +11,7 @@ from either one alone:
   per edge (``(*links, target)``) make version *k* hold *k* links of its own,
   O(degree²) in all, where shared links cost O(1) more per version.
 
-Plus :class:`~cortex_agents.substrate.adjacency.Links` alone, and the fold's
+Plus :class:`~cortex_agents.substrate._adjacency.Links` alone, and the fold's
 properties with every node's links held in one (``SMALL = 0``).
 """
 
@@ -34,10 +34,10 @@ from cortex_agents.substrate import (
     Event,
     NodeScheduled,
     StageStarted,
-    adjacency,
     fold,
 )
-from cortex_agents.substrate.adjacency import Links, appended
+from cortex_agents.substrate import _adjacency as adjacency
+from cortex_agents.substrate._adjacency import Links, appended
 from tests.helpers import at
 from tests.substrate_support import random_run
 

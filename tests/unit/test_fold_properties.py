@@ -34,8 +34,8 @@ from cortex_agents.substrate import (
     ToolCallMade,
     fold,
 )
-from cortex_agents.substrate.events import EVENT_TYPES
-from cortex_agents.substrate.fold import (
+from cortex_agents.substrate._events import EVENT_TYPES
+from cortex_agents.substrate._fold import (
     HANDLERS,
     Draft,
     edge_added,

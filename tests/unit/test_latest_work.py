@@ -1,4 +1,4 @@
-"""What a graph-bound call links after by default, kept per branch (`tools/latest_work.py`).
+"""What a graph-bound call links after by default, kept per branch (`tools/_latest_work.py`).
 
 Compared with one pass over the nodes and edges of a from-scratch state
 after every batch of random runs (edges into completed work, removals,
@@ -14,13 +14,13 @@ import pytest
 
 from cortex_agents.substrate import (
     EdgeAdded,
+    GraphState,
     NodeScheduled,
     StageCompleted,
     StageStarted,
     SubstrateLog,
 )
-from cortex_agents.substrate.state import GraphState
-from cortex_agents.tools.latest_work import latest_work
+from cortex_agents.tools._latest_work import latest_work
 from tests.helpers import at
 from tests.substrate_support import KINDS, random_run
 

@@ -13,7 +13,7 @@ memory < persistence < runtime < tools < stages < cli), completed from what
 the code imports today:
 
 - ``errors`` is the one exception tree: every layer raises from it.
-- ``timestamps`` (UTC parsing and formatting) and ``bundled`` (paths of the
+- ``_timestamps`` (UTC parsing and formatting) and ``_bundled`` (paths of the
   packaged prompts, cassettes and graphs) import only ``errors``.
 - ``substrate`` (records, events, the fold) is the pure base of the graph.
 - ``memory`` reads substrate records (the query engine users run).
@@ -37,13 +37,13 @@ the code imports today:
 - ``testing`` (cassettes, the pytest plugin, the memory oracle) serves users'
   test suites and may reach any library layer (today ``errors`` and, on first
   use, ``reference``).
-- ``demo``, ``server`` and the package's own ``__init__`` (the top-level
+- ``_demo``, ``server`` and the package's own ``__init__`` (the top-level
   surface) are entry points over the library; ``evaluation`` runs demo
   scenarios; ``cli`` and ``__main__`` are on top.
 
 Not seen here: a name loaded by string at run time. The built-in scorer
 registry (``memory/scorers.py``) names its loaders as
-``"cortex_agents.embeddings.onnx:minilm_scorer"``, the same plug-in mechanism
+``"cortex_agents.embeddings:minilm_scorer"``, the same plug-in mechanism
 users register their scorers with, so memory never imports ``embeddings``.
 
 Cycles are counted between modules. The ones left (:data:`CYCLE_EDGES_ALLOWED`)
@@ -66,7 +66,7 @@ ROOT = Path(cortex_agents.__file__).parent
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors",),
-    ("timestamps", "bundled"),
+    ("_timestamps", "_bundled"),
     ("substrate",),
     ("memory",),
     ("reference", "rewrite", "embeddings", "picture"),
@@ -77,7 +77,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("tools",),
     ("stages",),
     ("testing",),
-    ("demo", "server", "__init__"),
+    ("_demo", "server", "__init__"),
     ("evaluation",),
     ("cli", "__main__"),
 )

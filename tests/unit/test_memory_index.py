@@ -186,7 +186,7 @@ def test_an_index_rebuilt_after_a_restart_equals_the_incremental_one_at_many_poi
     # restart at a random point reads the events back from storage into a new branch, whose
     # index is built from all of them in one batch, then the resumed run goes on from it
     from cortex_agents.persistence.store import decode_event, encode_event
-    from cortex_agents.substrate.log import LogBuffer
+    from cortex_agents.substrate._log import LogBuffer
 
     rng = random.Random(seed)
     events = random_run(rng, 260)

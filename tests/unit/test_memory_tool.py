@@ -21,8 +21,8 @@ from cortex_agents.memory import (
     WalkSpec,
 )
 from cortex_agents.snapshotfile import load_snapshot
-from cortex_agents.tools.memory_query import make_memory_query_tool, render_matches
-from cortex_agents.tools.tokens import count_tokens
+from cortex_agents.tools._memory_query import make_memory_query_tool, render_matches
+from cortex_agents.tools._tokens import count_tokens
 from tests.helpers import call_memory_tool
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "claim_review.json"
@@ -263,14 +263,8 @@ def test_arguments_are_parsed_strictly_and_the_error_names_the_field(handle, fie
 
 def test_a_call_without_a_limit_materialises_at_most_the_cap_and_says_how_many_exist():
     from cortex_agents.memory import MemorySnapshot
-    from cortex_agents.substrate import fold
-    from cortex_agents.substrate.events import (
-        EdgeAdded,
-        NodeScheduled,
-        StageCompleted,
-        StageStarted,
-    )
-    from cortex_agents.tools.memory_query import MAX_RESULTS
+    from cortex_agents.substrate import EdgeAdded, NodeScheduled, StageCompleted, StageStarted, fold
+    from cortex_agents.tools import MAX_RESULTS
     from tests.helpers import T0
 
     events = []
@@ -308,7 +302,7 @@ def test_the_tool_runs_one_handle_call_and_records_what_it_resolved_in_order(han
     from dataclasses import replace
 
     from cortex_agents.memory import RankedRequest
-    from cortex_agents.tools.memory_query import DEFAULT_TOKEN_BUDGET, MAX_RESULTS
+    from cortex_agents.tools import DEFAULT_TOKEN_BUDGET, MAX_RESULTS
 
     asked = {"query_text": "remote work", "direction": "bidirectional", "max_graph_distance": 3}
     ranked = handle.rank_request(max_limit=MAX_RESULTS, **asked)

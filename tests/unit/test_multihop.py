@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from cortex_agents.errors import InvalidArgument
-from cortex_agents.evaluation.cases import read_cases
-from cortex_agents.evaluation.multihop import (
+from cortex_agents.evaluation import read_cases
+from cortex_agents.evaluation._multihop import (
     MULTIHOP_FAMILIES,
     assign_splits,
     build_cases,

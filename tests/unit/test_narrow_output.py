@@ -6,8 +6,8 @@ import shlex
 
 import pytest
 
-from cortex_agents.cli.narrow import chain, command_lines, wrap
-from cortex_agents.cli.ranking_notes import NEAR_TIE, column_legend, order_note
+from cortex_agents.cli._narrow import chain, command_lines, wrap
+from cortex_agents.cli._ranking_notes import NEAR_TIE, column_legend, order_note
 
 WEIGHTS = {"graph": 0.25, "temporal": 0.25, "semantic": 1.0}
 

@@ -20,9 +20,9 @@ from cortex_agents.substrate import (
     SubstrateLog,
     ToolCallMade,
 )
-from cortex_agents.substrate.branch import chain_digest
-from cortex_agents.substrate.log import LogBuffer
-from cortex_agents.substrate.packed import CHUNK, SEALS_PER_EXTEND, EventList
+from cortex_agents.substrate._branch import chain_digest
+from cortex_agents.substrate._log import LogBuffer
+from cortex_agents.substrate._packed import CHUNK, SEALS_PER_EXTEND, EventList
 from tests.helpers import at
 
 TWO_HOURS = timezone(timedelta(hours=2))
@@ -308,7 +308,7 @@ def test_a_key_of_a_str_subclass_is_kept_as_itself_in_its_chunk():
 def test_a_seal_that_raised_half_way_leaves_no_chunk_behind(monkeypatch):
     # an append whose sealing fails (MemoryError, an interrupt) adds nothing; had it left
     # the chunk it did seal in the list, every later chunk would sit one place off
-    import cortex_agents.substrate.packed as packed
+    import cortex_agents.substrate._packed as packed
 
     events = [event(i) for i in range(10 * CHUNK)]
     held = EventList()

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from cortex_agents.tools.passages import best_passages
+from cortex_agents.tools._passages import best_passages
 
 
 def _count(text: str) -> int:
@@ -23,7 +23,9 @@ def test_the_window_holding_the_query_terms_is_shown_with_ellipses() -> None:
         "The river runs north. It floods every spring. "
         "Heinkel HD 23 was built in 1926. The town has a market."
     )
-    (passage,) = best_passages([body], "When was the Heinkel HD 23 built?", 10, count=_count, cut=_cut)
+    (passage,) = best_passages(
+        [body], "When was the Heinkel HD 23 built?", 10, count=_count, cut=_cut
+    )
     assert passage == "… Heinkel HD 23 was built in 1926. …"
 
 
@@ -63,9 +65,9 @@ _TIE_CASE = {
 }
 _CHILD = """
 import json, sys
-from cortex_agents.tools.memory_query import PASSAGE_TOKENS
-from cortex_agents.tools.passages import best_passages
-from cortex_agents.tools.tokens import count_tokens, truncate_to_tokens
+from cortex_agents.tools._memory_query import PASSAGE_TOKENS
+from cortex_agents.tools._passages import best_passages
+from cortex_agents.tools._tokens import count_tokens, truncate_to_tokens
 case = json.loads(sys.argv[1])
 print(json.dumps(best_passages(case["bodies"], case["query"], PASSAGE_TOKENS,
                                count=count_tokens, cut=truncate_to_tokens)))

@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from cortex_agents.picture import layout, picture_of, to_html, to_mermaid, to_png, to_svg
-from cortex_agents.picture.mermaid import escape_label
+from cortex_agents.picture._mermaid import escape_label
 from cortex_agents.rewrite import RewritePolicy, admit, materialize
 from cortex_agents.substrate import (
     EdgeAdded,
@@ -252,8 +252,8 @@ def test_an_empty_graph_still_draws():
 
 def test_model_and_layout_are_pure():
     code = (
-        "import sys, cortex_agents.picture.model, cortex_agents.picture.layout,"
-        " cortex_agents.picture.geometry, cortex_agents.picture.mermaid;"
+        "import sys, cortex_agents.picture._model, cortex_agents.picture._layout,"
+        " cortex_agents.picture._geometry, cortex_agents.picture._mermaid;"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
         "{'langgraph', 'langchain_core', 'sqlite3', 'psycopg', 'typer', 'rich', 'PIL'});"
         "print(','.join(bad))"
@@ -261,7 +261,7 @@ def test_model_and_layout_are_pure():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
     root = Path(__file__).parents[2] / "cortex_agents" / "picture"
-    for name in ("model.py", "layout.py", "geometry.py", "mermaid.py", "svg.py", "html.py"):
+    for name in ("_model.py", "_layout.py", "_geometry.py", "_mermaid.py", "_svg.py", "_html.py"):
         text = (root / name).read_text(encoding="utf-8")
         for needle in ("datetime.now", "time.time(", "os.environ", "open(", "random."):
             assert needle not in text, f"{name} uses {needle}"

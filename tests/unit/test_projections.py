@@ -16,9 +16,8 @@ from cortex_agents.memory import (
     Topological,
 )
 from cortex_agents.persistence import memory_saver
-from cortex_agents.runtime import Runtime, StageContext, WireBuilder
-from cortex_agents.runtime.wire_file import load_wire
-from cortex_agents.tools.memory_query import make_memory_query_tool
+from cortex_agents.runtime import Runtime, StageContext, WireBuilder, load_wire
+from cortex_agents.tools import make_memory_query_tool
 from tests.helpers import at, call_memory_tool, node
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from cortex_agents.bundled import bundled_path
+from cortex_agents._bundled import bundled_path
 from cortex_agents.errors import InvalidArgument
-from cortex_agents.stages.prompts import load_prompt, prompt_for, render
+from cortex_agents.stages import load_prompt, prompt_for, render
 
 KINDS = ("planner", "analyst", "merge", "reviewer", "rewriter")
 
@@ -52,7 +52,7 @@ def test_data_blocks_cannot_be_closed_by_the_data(evil):
     import json
 
     from cortex_agents.memory.match import Match
-    from cortex_agents.stages.llm import render_inputs, render_matches_block
+    from cortex_agents.stages._llm import render_inputs, render_matches_block
 
     inputs = render_inputs({"analyst-a": {"finding": evil}, evil: 1})
     assert inputs.count("<") == 2 and inputs.count(">") == 2  # only <inputs> and </inputs>

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from cortex_agents.stages.kinds import review_focus
+from cortex_agents.stages._kinds import review_focus
 
 
 def ctx(config=None, inputs=None, claim="Acme cut emissions and hired staff"):

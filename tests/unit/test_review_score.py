@@ -6,9 +6,9 @@ from collections import Counter
 
 import pytest
 
-from cortex_agents.evaluation.review_arms import oracle_analyst
-from cortex_agents.evaluation.review_score import names_branch, score_arm, score_review, wilson
-from cortex_agents.evaluation.reviews import (
+from cortex_agents.evaluation._review_arms import oracle_analyst
+from cortex_agents.evaluation._review_score import names_branch, score_arm, score_review, wilson
+from cortex_agents.evaluation._reviews import (
     CONTROLS,
     FLAW_KINDS,
     HELDOUT_PER_GROUP,

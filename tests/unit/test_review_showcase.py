@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from cortex_agents.errors import InvalidArgument
-from cortex_agents.evaluation.review_runs import showcase
-from cortex_agents.evaluation.reviews import build_review_cases
+from cortex_agents.evaluation._review_runs import showcase
+from cortex_agents.evaluation._reviews import build_review_cases
 
 CASES = build_review_cases("heldout")
 

@@ -10,6 +10,7 @@ import pytest
 
 from cortex_agents.errors import InvalidEvent
 from cortex_agents.rewrite import (
+    DIMENSIONS,
     RewriteDiff,
     RewritePolicy,
     admit,
@@ -17,7 +18,6 @@ from cortex_agents.rewrite import (
     parse_proposal,
     static_cost,
 )
-from cortex_agents.rewrite.budget import DIMENSIONS
 from cortex_agents.snapshotfile import SnapshotDocument, dump_snapshot
 from cortex_agents.substrate import RewriteAdmitted, StageStarted, fold
 from tests.helpers import at

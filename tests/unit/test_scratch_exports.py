@@ -1,13 +1,14 @@
 """Pin the public surface of `cortex_agents.scratch`: no name appears or disappears by accident.
 
-The `memory` tool over the store is `cortex_agents.tools.scratch_tool` (pinned with
+The `memory` tool over the store is `cortex_agents.tools._scratch_tool` (pinned with
 `cortex_agents.tools` in test_exported_members.py); its documented values are checked here.
 """
 
 import cortex_agents.scratch as scratch
 import cortex_agents.tools as tools
-from cortex_agents.scratch import paths, store
-from cortex_agents.tools import scratch_tool as tool
+from cortex_agents.scratch import _paths as paths
+from cortex_agents.scratch import _store as store
+from cortex_agents.tools import _scratch_tool as tool
 
 EXPECTED = {
     # Opening and binding
@@ -42,7 +43,11 @@ def test_public_names_are_pinned():
 
 
 def test_every_module_exports_only_what_it_defines():
-    from cortex_agents.scratch import atomic, backends, connector, edits, tree
+    from cortex_agents.scratch import _atomic as atomic
+    from cortex_agents.scratch import _backends as backends
+    from cortex_agents.scratch import _connector as connector
+    from cortex_agents.scratch import _edits as edits
+    from cortex_agents.scratch import _tree as tree
 
     for module in (atomic, backends, connector, edits, paths, store, tool, tree):
         for name in module.__all__:

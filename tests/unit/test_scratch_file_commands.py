@@ -1,4 +1,4 @@
-"""The file-memory commands on ScratchMemory and the line model they share (scratch/edits.py)."""
+"""The file-memory commands on ScratchMemory and the line model they share (scratch/_edits.py)."""
 
 import sys
 import threading
@@ -17,8 +17,8 @@ from cortex_agents.errors import (
     MemoryNotFound,
 )
 from cortex_agents.scratch import ScratchBackend
-from cortex_agents.scratch.edits import insert_lines, number_lines, replace_once, split_lines
-from cortex_agents.scratch.store import MAX_FILE_CHARS, MAX_FILES
+from cortex_agents.scratch._edits import insert_lines, number_lines, replace_once, split_lines
+from cortex_agents.scratch._store import MAX_FILE_CHARS, MAX_FILES
 from tests.scratch_support import RecordingStore, call_tool, everything, node_memory, tool_error
 
 

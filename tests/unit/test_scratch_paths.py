@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from cortex_agents.errors import InvalidMemoryPath
 from cortex_agents.scratch import ScratchBackend
-from cortex_agents.scratch.paths import MAX_DEPTH, MAX_SEGMENT_CHARS, MemoryPath, parse_path
+from cortex_agents.scratch._paths import MAX_DEPTH, MAX_SEGMENT_CHARS, MemoryPath, parse_path
 from tests.scratch_support import CORPUS, RecordingStore, node_memory
 
 

@@ -20,8 +20,8 @@ from cortex_agents.errors import (
     StorageError,
 )
 from cortex_agents.scratch import ScratchBackend, ScratchMemory, render_tree
-from cortex_agents.scratch.atomic import ProcessLockGuard
-from cortex_agents.scratch.store import MAX_FILE_CHARS, MAX_FILES, scratch_namespace
+from cortex_agents.scratch._atomic import ProcessLockGuard
+from cortex_agents.scratch._store import MAX_FILE_CHARS, MAX_FILES, scratch_namespace
 from tests.scratch_support import RecordingStore, node_memory, thread_memory
 
 

@@ -13,9 +13,9 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, ToolRuntime
 
 from cortex_agents.scratch import ScratchBackend
-from cortex_agents.scratch.store import MAX_FILE_CHARS
+from cortex_agents.scratch._store import MAX_FILE_CHARS
 from cortex_agents.tools import MEMORY_TOOL_NAME, make_memory_tool
-from cortex_agents.tools.scratch_tool import ARGUMENTS, COMMANDS
+from cortex_agents.tools._scratch_tool import ARGUMENTS, COMMANDS
 from tests.scratch_support import CORPUS, RecordingStore, everything, node_memory, thread_memory
 
 CODES = {

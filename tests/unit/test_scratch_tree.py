@@ -6,8 +6,8 @@ from hypothesis import strategies as st
 
 from cortex_agents.errors import InvalidArgument, StorageError
 from cortex_agents.scratch import MemoryFile, render_tree
-from cortex_agents.scratch.paths import parse_path
-from cortex_agents.scratch.tree import build_tree
+from cortex_agents.scratch._paths import parse_path
+from cortex_agents.scratch._tree import build_tree
 
 FILES = [
     MemoryFile("/b", "xx"),

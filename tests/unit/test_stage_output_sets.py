@@ -7,14 +7,14 @@ import os
 import subprocess
 import sys
 
-from cortex_agents.runtime.stage import to_json_output
+from cortex_agents.runtime._stage import to_json_output
 
 # Stored as pydantic iterates it, a set of strings followed the process's hash seed: under
 # PYTHONHASHSEED 0, 1 and 2 these four sources came out in three different orders, so the
 # snapshot's bytes, the node's body text (the memory results a model reads) and the
 # log's hash chain differed between two runs of the same stage.
 _CHILD = """
-from cortex_agents.runtime.stage import to_json_output
+from cortex_agents.runtime._stage import to_json_output
 import json
 print(json.dumps(to_json_output({
     "sources": {"press release", "10-K 2023", "annual report", "analyst call"},

@@ -9,8 +9,8 @@ import pytest
 from langchain_openai import ChatOpenAI
 
 from cortex_agents.errors import InvalidArgument
-from cortex_agents.stages.outputs import PlanAnswer, ReviewAnswer, parse_output
-from cortex_agents.stages.structured import AnswerFormat, structured_form
+from cortex_agents.stages import AnswerFormat, structured_form
+from cortex_agents.stages._outputs import PlanAnswer, ReviewAnswer, parse_output
 from tests.chat import ScriptedChatModel
 
 REVIEW = AnswerFormat("review", ReviewAnswer)
@@ -122,7 +122,7 @@ def test_an_answer_cut_at_the_token_cap_comes_back_as_text_not_as_a_failure():
     from openai import LengthFinishReasonError
     from openai.types.chat import ChatCompletion
 
-    from cortex_agents.stages.structured import AnsweringModel
+    from cortex_agents.stages._structured import AnsweringModel
 
     completion = ChatCompletion.model_validate(
         {

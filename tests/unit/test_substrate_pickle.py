@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+import pickletools
 
 from cortex_agents.substrate import SubstrateLog
 from tests.graphs import expected_log
@@ -29,3 +30,12 @@ def test_a_prefix_pickles_as_its_own_events_and_extends_like_the_original():
 def test_deepcopy_of_state_holding_a_log_works():
     state = {"substrate": expected_log(2), "input": {"claim": "x"}}
     assert copy.deepcopy(state)["substrate"] == state["substrate"]
+
+
+def test_a_pickle_names_the_package_not_a_private_module():
+    # stored bytes must not depend on where inside the package the code lives (issue 25)
+    data = pickle.dumps(expected_log(2))
+    named = [arg for _, arg, _ in pickletools.genops(data) if isinstance(arg, str)]
+    assert "cortex_agents.substrate" in named
+    assert [name for name in named if name.startswith("cortex_agents") and "._" in name] == []
+    assert pickle.loads(data) == expected_log(2)

@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.tools import tool
 
 from cortex_agents.errors import InvalidArgument
-from cortex_agents.tools.loop import ToolPolicy, run_tool_loop
+from cortex_agents.tools import ToolPolicy, run_tool_loop
 from tests.chat import ScriptedChatModel, say
 
 RAN: list[str] = []
@@ -228,7 +228,7 @@ def test_an_argument_key_no_string_field_can_hold_is_a_tool_error_not_a_crash():
     from types import SimpleNamespace
 
     from cortex_agents.memory import BUILTIN_PRESETS
-    from cortex_agents.tools.memory_query import make_memory_query_tool
+    from cortex_agents.tools import make_memory_query_tool
     from tests.chat import call
 
     journal: list = []

@@ -12,14 +12,14 @@ from hypothesis import strategies as st
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from cortex_agents.persistence.store import encode_event
-from cortex_agents.substrate.events import event_from_dict, event_to_dict
-from cortex_agents.tools.journal import (
+from cortex_agents.substrate import event_from_dict, event_to_dict
+from cortex_agents.tools._journal import (
     MAX_CONTENT_CHARS,
     MAX_EVENT_BYTES,
     call_summary,
     tool_call_event,
 )
-from cortex_agents.tools.results import (
+from cortex_agents.tools._results import (
     MAX_DEPTH,
     MAX_ITEMS,
     MAX_JOURNAL_BYTES,
@@ -199,8 +199,7 @@ def test_the_many_unknown_fields_call_of_the_issue_journals_under_the_cap():
     from langchain_core.messages import HumanMessage, SystemMessage
 
     from cortex_agents.memory import BUILTIN_PRESETS
-    from cortex_agents.tools.loop import run_tool_loop
-    from cortex_agents.tools.memory_query import make_memory_query_tool
+    from cortex_agents.tools import make_memory_query_tool, run_tool_loop
     from tests.chat import ScriptedChatModel, call, say
 
     journal: list = []

@@ -13,7 +13,7 @@ from cortex_agents.errors import InvalidArgument, InvalidWire
 from cortex_agents.memory import Classic, Topological
 from cortex_agents.rewrite import RewritePolicy
 from cortex_agents.runtime import WireBuilder, load_wire
-from cortex_agents.runtime.scheduler import next_frontier, wire_events
+from cortex_agents.runtime._scheduler import next_frontier, wire_events
 from cortex_agents.substrate import StageCompleted, StageFailed, StageStarted, SubstrateLog
 from tests.helpers import at
 
