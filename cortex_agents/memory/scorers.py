@@ -244,8 +244,13 @@ class ScorerRegistry(Mapping[str, ScorerEntry]):
                 factory = _import(entry.load) if isinstance(entry.load, str) else entry.load
                 # not None: an entry gives exactly one of scorer, load, parts
                 scorer = factory()  # type: ignore[misc]
-            except ScorerUnavailable:
-                raise
+            except ScorerUnavailable as exc:
+                if exc.name == entry.name:
+                    raise
+                # an embedder names itself (`wordllama`): the error names the entry that failed
+                raise ScorerUnavailable(
+                    entry.name, exc.reason, entry.install or exc.install
+                ) from None
             except Exception as exc:  # import error, missing or corrupt model file, ...
                 raise ScorerUnavailable(
                     entry.name, f"{type(exc).__name__}: {exc}", entry.install

@@ -287,3 +287,24 @@ def test_wordllama_without_its_package_or_weights_is_scorer_unavailable(monkeypa
         "scorer 'wordllama' cannot be loaded: the `wordllama` package is not installed; "
         "install it with: pip install wordllama"
     )
+
+
+def test_a_registered_scorer_over_wordllama_that_cannot_load_is_named_by_its_entry():
+    """The registry names the entry that failed and the entry's install hint, as it did while
+    the embedder raised builtins: the embedder's own ScorerUnavailable names `wordllama`."""
+    from cortex_agents.embeddings import WordLlamaEmbedder
+    from cortex_agents.memory import BUILTIN_SCORERS, EmbeddingScorer, ScorerEntry
+
+    entry = ScorerEntry(
+        name="wordllama-tiny",
+        load=lambda: EmbeddingScorer(WordLlamaEmbedder(config="tiny_config", dim=64)),
+        install="pip install wordllama-tiny-weights",
+    )
+    with pytest.raises(errors.ScorerUnavailable) as caught:
+        BUILTIN_SCORERS.with_scorers(entry).load("wordllama-tiny")
+    assert caught.value.name == "wordllama-tiny"
+    assert caught.value.install == "pip install wordllama-tiny-weights"
+    message = str(caught.value)
+    assert message.startswith("scorer 'wordllama-tiny' cannot be loaded: no weights file ")
+    assert "tiny_config_64.safetensors" in message
+    assert message.endswith("; install it with: pip install wordllama-tiny-weights")
