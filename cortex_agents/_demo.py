@@ -28,8 +28,8 @@ from typing import Any, Final, Literal
 from cortex_agents._bundled import bundled_path
 from cortex_agents._timestamps import format_timestamp, parse_timestamp
 from cortex_agents.errors import InvalidArgument
-from cortex_agents.persistence.saver import CortexSaver
-from cortex_agents.persistence.transfer import thread_config
+from cortex_agents.persistence._saver import CortexSaver
+from cortex_agents.persistence._transfer import thread_config
 from cortex_agents.runtime import (
     LogicalClock,
     Progress,

@@ -43,10 +43,10 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.pregel import Pregel
 
 from cortex_agents._bundled import bundled_path
-from cortex_agents.persistence.backends import aopen_saver, open_saver
-from cortex_agents.persistence.saver import CortexSaver
-from cortex_agents.persistence.urls import is_postgres_url
-from cortex_agents.persistence.wrap import require_substrate_saver
+from cortex_agents.persistence._backends import aopen_saver, open_saver
+from cortex_agents.persistence._saver import CortexSaver
+from cortex_agents.persistence._urls import is_postgres_url
+from cortex_agents.persistence._wrap import require_substrate_saver
 from cortex_agents.runtime._clock import Clock, utc_clock
 from cortex_agents.runtime._graph import RunState, WireGraph
 from cortex_agents.runtime._wire import Wire

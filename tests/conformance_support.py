@@ -24,8 +24,8 @@ def fenced_writes(saver: Any) -> Any:
     threads); from then on every ``put`` and ``put_writes`` of the thread checks
     the epoch inside the store's transaction.
     """
-    from cortex_agents.persistence.fencing import Fence, Writers
-    from cortex_agents.persistence.locks import Lease
+    from cortex_agents.persistence import Lease
+    from cortex_agents.persistence._fencing import Fence, Writers
 
     class Claiming(Writers):
         def __len__(self) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from cortex_agents.persistence import is_postgres_url
-from cortex_agents.persistence.locks import _key
+from cortex_agents.persistence._locks import _key
 
 __all__ = ["lose_lock", "table_rows"]
 

@@ -52,7 +52,7 @@ import cortex_agents.tools._loop as loop_module
 from cortex_agents._timestamps import EPOCH
 from cortex_agents.memory import BUILTIN_PRESETS, Topological
 from cortex_agents.persistence import open_saver
-from cortex_agents.persistence.store import encode_event
+from cortex_agents.persistence._store import encode_event
 from cortex_agents.runtime import Runtime, StageContext, TickingClock, WireBuilder
 from cortex_agents.substrate import ToolCallMade
 from cortex_agents.tools import make_memory_query_tool, run_tool_loop

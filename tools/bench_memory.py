@@ -80,7 +80,7 @@ from cortex_agents.memory import (
     token_jaccard,
     tokenize,
 )
-from cortex_agents.memory.scoring import MICROS_PER_SECOND
+from cortex_agents.memory._scoring import MICROS_PER_SECOND
 from cortex_agents.substrate import NodeRecord
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -18,7 +18,7 @@ the two; ``ideal_fraction`` is ``speedup / P`` (P processes can at best do P
 times the work of one).
 
 Afterwards every thread of both runs is validated the way ``cortex-agents
-validate DB --thread T`` does (:func:`~cortex_agents.persistence.validation.validate_thread`),
+validate DB --thread T`` does (:func:`~cortex_agents.persistence._validation.validate_thread`),
 and checked complete (every stage completed, run to the end once):
 ``invalid_threads`` counts the threads that fail either check.
 
@@ -271,9 +271,7 @@ def measure(
 
 def invalid_threads(db: str, thread_ids: list[str], stages: int) -> list[str]:
     """The threads that fail ``validate DB --thread T``'s check or did not complete every stage."""
-    from cortex_agents.persistence import open_saver
-    from cortex_agents.persistence.transfer import thread_config
-    from cortex_agents.persistence.validation import validate_thread
+    from cortex_agents.persistence import open_saver, thread_config, validate_thread
 
     bad = []
     with open_saver(db) as saver:

@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_memory
 
 from cortex_agents.memory import MemorySnapshot, default_extractor
-from cortex_agents.memory.bulk import paused_gc
-from cortex_agents.memory.index import MemoryIndex
+from cortex_agents.memory._bulk import paused_gc
+from cortex_agents.memory._index import MemoryIndex
 from cortex_agents.substrate import EdgeAdded, Event, NodeScheduled, StageCompleted, StageStarted
 
 _LISTS = ("ids", "kind_lookup", "kind_names", "ready", "src", "dst", "removed")

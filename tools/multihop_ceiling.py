@@ -35,7 +35,7 @@ the query text changes. Per family, split and dataset it reports recall@3
     The word-overlap census: each gold paragraph (title + text, as its
     analyst carries them) shares a content word with the question, or none —
     a content word being a token of the project's lexical tokeniser
-    (:func:`cortex_agents.memory.lexical.lexical_tokens`) not in
+    (:func:`cortex_agents.memory._lexical.lexical_tokens`) not in
     :data:`STOPWORDS` and longer than one character. Cells are
     ``found/gold``: gold paragraphs in the question's top 3 over gold
     paragraphs of that kind, then the same with ``answers``.
@@ -60,7 +60,7 @@ from typing import Any, Final
 from cortex_agents.errors import InvalidArgument
 from cortex_agents.evaluation import LoadedCase, build_configs, read_cases, recall_at
 from cortex_agents.evaluation._multihop import Record, build_cases, load_records
-from cortex_agents.memory.lexical import lexical_tokens
+from cortex_agents.memory import lexical_tokens
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 RECORDS: Final = (

@@ -35,7 +35,7 @@ from typing import Any
 
 from cortex_agents._timestamps import parse_timestamp
 from cortex_agents.persistence import open_saver
-from cortex_agents.persistence.store import encode_event
+from cortex_agents.persistence._store import encode_event
 from cortex_agents.runtime import Runtime, WireBuilder
 from cortex_agents.snapshotfile import SnapshotDocument, dump_snapshot
 from cortex_agents.substrate import (

@@ -29,7 +29,7 @@ from cortex_agents.cli import app
 from cortex_agents.errors import CortexError
 from cortex_agents.memory import Topological
 from cortex_agents.persistence import is_postgres_url, open_saver
-from cortex_agents.persistence.store import decode_event, encode_event
+from cortex_agents.persistence._store import decode_event, encode_event
 from cortex_agents.rewrite import RewritePolicy
 from cortex_agents.runtime import Runtime, StageContext, WireBuilder
 from cortex_agents.scratch import open_scratch

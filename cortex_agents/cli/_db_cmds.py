@@ -14,10 +14,10 @@ from cortex_agents.cli._app import app, fail_cleanly, stderr, stdout, write_outp
 from cortex_agents.cli._narrow import print_lines, print_table, wrap
 from cortex_agents.errors import InvalidArgument, InvalidSnapshot
 from cortex_agents.persistence import CortexSaver, is_postgres_url, open_saver, require_database
-from cortex_agents.persistence.backends import check_writable
-from cortex_agents.persistence.inspection import describe_thread, list_threads
-from cortex_agents.persistence.transactions import driver_errors
-from cortex_agents.persistence.transfer import (
+from cortex_agents.persistence._backends import check_writable
+from cortex_agents.persistence._inspection import describe_thread, list_threads
+from cortex_agents.persistence._transactions import driver_errors
+from cortex_agents.persistence._transfer import (
     export_as_seen_by,
     export_document,
     import_document,

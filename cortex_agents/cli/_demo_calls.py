@@ -19,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cortex_agents.cli._ranking_notes import AXES, column_legend, order_note, score_formula
-from cortex_agents.memory.presets import PresetRegistry
+from cortex_agents.memory._presets import PresetRegistry
 from cortex_agents.runtime import RunResult
 from cortex_agents.substrate import ToolCallMade
 

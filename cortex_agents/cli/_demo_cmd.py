@@ -26,10 +26,10 @@ from cortex_agents.cli._app import app, fail_cleanly, stdout
 from cortex_agents.cli._db_cmds import open_database
 from cortex_agents.cli._narrow import chain, command_lines, print_lines, wrap
 from cortex_agents.cli._run_cmd import _Printer
-from cortex_agents.persistence.inspection import describe_thread
+from cortex_agents.persistence._inspection import describe_thread
 
 if TYPE_CHECKING:
-    from cortex_agents.persistence.saver import CortexSaver
+    from cortex_agents.persistence._saver import CortexSaver
     from cortex_agents.runtime import RunResult, Wire
 
 __all__ = ["demo"]

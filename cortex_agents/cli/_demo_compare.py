@@ -47,7 +47,7 @@ from cortex_agents.evaluation._review_runs import (
 )
 from cortex_agents.evaluation._review_score import score_review
 from cortex_agents.evaluation._reviews import FLAW_MEANINGS, ReviewCase, build_review_cases
-from cortex_agents.persistence.saver import CortexSaver
+from cortex_agents.persistence._saver import CortexSaver
 from cortex_agents.runtime import RunResult, Wire
 from cortex_agents.substrate import NodeId
 

@@ -22,9 +22,9 @@ from rich.text import Text
 
 from cortex_agents._demo import Scenario
 from cortex_agents.cli._demo_calls import calls_of, display, query_why, runs_of, tool_call_blocks
-from cortex_agents.memory.strategy import Topological
-from cortex_agents.persistence.saver import CortexSaver
-from cortex_agents.persistence.transfer import thread_config
+from cortex_agents.memory._strategy import Topological
+from cortex_agents.persistence._saver import CortexSaver
+from cortex_agents.persistence._transfer import thread_config
 from cortex_agents.runtime import RunResult, Wire
 
 __all__ = [

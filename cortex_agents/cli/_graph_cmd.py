@@ -15,7 +15,7 @@ import typer
 
 from cortex_agents.cli._app import app, fail_cleanly, stdout, write_output
 from cortex_agents.cli._db_cmds import DbArgument, ThreadOption, open_database
-from cortex_agents.persistence.inspection import thread_log
+from cortex_agents.persistence._inspection import thread_log
 from cortex_agents.picture import Picture, layout, picture_of, to_html, to_mermaid
 
 __all__ = ["Format", "default_output", "graph"]

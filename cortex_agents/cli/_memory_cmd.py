@@ -233,7 +233,7 @@ def _load_document(source: str, thread: str | None) -> SnapshotDocument:
     if thread is None:
         return load_snapshot(source)
     from cortex_agents.cli._db_cmds import open_database
-    from cortex_agents.persistence.transfer import export_document
+    from cortex_agents.persistence._transfer import export_document
 
     with open_database(source) as saver:
         return export_document(saver, thread)

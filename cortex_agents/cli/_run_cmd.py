@@ -16,8 +16,8 @@ from cortex_agents.cli._app import app, fail_cleanly, stderr, stdout
 from cortex_agents.cli._db_cmds import AdoptOption, SkipCheckOption, open_database
 from cortex_agents.embeddings._store_cache import StoreEmbeddingCache
 from cortex_agents.errors import InvalidArgument, RunFailed
-from cortex_agents.memory.strategy import Topological
-from cortex_agents.persistence.transfer import thread_config
+from cortex_agents.memory._strategy import Topological
+from cortex_agents.persistence._transfer import thread_config
 from cortex_agents.runtime import Progress, Runtime, Wire, load_wire
 from cortex_agents.scratch import open_scratch
 from cortex_agents.snapshotfile import check_identifier

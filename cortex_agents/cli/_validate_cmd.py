@@ -12,7 +12,7 @@ from cortex_agents.cli._app import app, fail_cleanly, stderr, stdout
 from cortex_agents.cli._db_cmds import open_database
 from cortex_agents.errors import InvalidSnapshot
 from cortex_agents.persistence import is_postgres_url
-from cortex_agents.persistence.validation import ThreadReport, stored_threads, validate_thread
+from cortex_agents.persistence._validation import ThreadReport, stored_threads, validate_thread
 from cortex_agents.snapshotfile import SQLITE_HEADER, load_snapshot
 
 __all__ = ["validate"]

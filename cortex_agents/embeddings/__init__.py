@@ -1,6 +1,6 @@
 """Embedding scorers and the persistent embedding cache: the effectful side of the semantic axis.
 
-The pure core (:mod:`cortex_agents.memory.embedding`) defines what an embedder
+The pure core (:mod:`cortex_agents.memory._embedding`) defines what an embedder
 and a cache are; this package holds the ones that load models or talk to a
 store:
 

@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from cortex_agents.errors import InvalidArgument
-from cortex_agents.memory.embedding import EmbeddingCache, EmbeddingScorer
+from cortex_agents.memory._embedding import EmbeddingCache, EmbeddingScorer
 
 __all__ = ["LangChainEmbedder", "langchain_scorer"]
 
@@ -31,7 +31,7 @@ def _default_id(embeddings: Any) -> str:
 
 
 class LangChainEmbedder:
-    """An :class:`~cortex_agents.memory.embedding.Embedder` over a LangChain ``Embeddings``.
+    """An :class:`~cortex_agents.memory._embedding.Embedder` over a LangChain ``Embeddings``.
 
     Args:
         embeddings: Anything with ``embed_documents(list[str])`` and ``embed_query(str)``.

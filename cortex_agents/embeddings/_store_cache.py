@@ -32,7 +32,7 @@ def _label(scorer_id: str) -> str:
 
 
 class StoreEmbeddingCache:
-    """An :class:`~cortex_agents.memory.embedding.EmbeddingCache` over a LangGraph ``BaseStore``.
+    """An :class:`~cortex_agents.memory._embedding.EmbeddingCache` over a LangGraph ``BaseStore``.
 
     Args:
         store: ``InMemoryStore``, ``SqliteStore``, ``PostgresStore`` or any ``BaseStore``.

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from cortex_agents.errors import InvalidArgument, InvalidSnapshot
-from cortex_agents.memory.snapshot import MemorySnapshot
+from cortex_agents.memory._snapshot import MemorySnapshot
 from cortex_agents.snapshotfile import parse_snapshot
 
 __all__ = ["LoadedCase", "load_cases", "read_cases"]

@@ -19,10 +19,10 @@ the previous release's reviewer (``previous-reviewer``: wordllama, hop decay,
 reviewer stage's own recall (``stage-recall``, what its prompt carries).
 ``feedback`` is ``shipped-reviewer`` with the stage opting into the second
 retrieval pass (``Topological(second_pass="feedback")``,
-:mod:`cortex_agents.memory.feedback`): the same tool call, the same budget.
+:mod:`cortex_agents.memory._feedback`): the same tool call, the same budget.
 ``diversity:mmr`` is ``shipped-reviewer`` with the stage opting into the
 diversity stage (``Topological(diversity="mmr")``, the default
-``mmr_lambda``, :mod:`cortex_agents.memory.diversity`), likewise.
+``mmr_lambda``, :mod:`cortex_agents.memory._diversity`), likewise.
 ``semantic:NAME`` ranks by one scorer alone — ``semantic:bm25`` is BM25
 alone, ``semantic:wordllama`` and ``semantic:minilm`` dense cosine alone —
 with the shipped filters and nothing else. Each returns node ids in rank order.
@@ -39,10 +39,10 @@ from typing import Final
 
 from cortex_agents.errors import ScorerUnavailable, UnknownScorer
 from cortex_agents.evaluation._cases import LoadedCase
-from cortex_agents.memory.handle import MemoryHandle
-from cortex_agents.memory.presets import PresetRegistry
-from cortex_agents.memory.spec import Query, WalkSpec, Weights
-from cortex_agents.memory.strategy import MemoryStrategy, Topological
+from cortex_agents.memory._handle import MemoryHandle
+from cortex_agents.memory._presets import PresetRegistry
+from cortex_agents.memory._spec import Query, WalkSpec, Weights
+from cortex_agents.memory._strategy import MemoryStrategy, Topological
 
 __all__ = ["Config", "build_configs", "shipped_reviewer_strategy", "unavailable_scorers"]
 

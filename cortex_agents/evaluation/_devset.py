@@ -43,7 +43,7 @@ from typing import Any, Final, Literal
 
 from cortex_agents._timestamps import format_timestamp
 from cortex_agents.evaluation._topics import ASPECTS, HELDOUT_ASPECTS, SUBJECTS, Aspect
-from cortex_agents.memory.extract import default_extractor
+from cortex_agents.memory._extract import default_extractor
 
 __all__ = ["FAMILIES", "SPLITS", "Case", "generate_cases"]
 

@@ -49,9 +49,9 @@ from cortex_agents._demo import RecordedModel
 from cortex_agents._timestamps import parse_timestamp
 from cortex_agents.errors import RunFailed
 from cortex_agents.evaluation._reviews import ANALYSTS, ReviewCase
-from cortex_agents.memory.presets import Preset, PresetRegistry
-from cortex_agents.memory.spec import WalkSpec, Weights
-from cortex_agents.memory.strategy import Classic, MemoryStrategy, Topological
+from cortex_agents.memory._presets import Preset, PresetRegistry
+from cortex_agents.memory._spec import WalkSpec, Weights
+from cortex_agents.memory._strategy import Classic, MemoryStrategy, Topological
 from cortex_agents.runtime import LogicalClock, Progress, RunResult, Runtime, Wire, WireBuilder
 from cortex_agents.runtime._context import StageContext
 from cortex_agents.runtime._wire_file import load_wire

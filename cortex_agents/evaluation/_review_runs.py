@@ -31,7 +31,7 @@ from cortex_agents.errors import InvalidArgument, RunFailed, StaleCassette
 from cortex_agents.evaluation._review_arms import ARMS, Arm, ReviewRun, run_case, run_review
 from cortex_agents.evaluation._review_score import CaseScore, score_arm, score_review
 from cortex_agents.evaluation._reviews import FLAW_KINDS, ReviewCase
-from cortex_agents.persistence.saver import CortexSaver
+from cortex_agents.persistence._saver import CortexSaver
 from cortex_agents.runtime import Progress, RunResult
 from cortex_agents.testing import record, replay
 

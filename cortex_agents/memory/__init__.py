@@ -7,7 +7,7 @@ Nothing here imports LangGraph, does I/O or reads a clock. Users rank with
 :mod:`cortex_agents.reference` (the test oracle); the two agree to the last bit.
 """
 
-from cortex_agents.memory.embedding import (
+from cortex_agents.memory._embedding import (
     Embedder,
     EmbeddingCache,
     EmbeddingScorer,
@@ -15,31 +15,35 @@ from cortex_agents.memory.embedding import (
     VectorScorer,
     body_key,
 )
-from cortex_agents.memory.engine import QueryMemo, query_vectorised, rank_vectorised
-from cortex_agents.memory.extract import (
+from cortex_agents.memory._engine import QueryMemo, query_vectorised, rank_vectorised
+from cortex_agents.memory._extract import (
     ExtractedFields,
     Extractor,
     default_extractor,
     peel_envelope,
     projection_extractor,
 )
-from cortex_agents.memory.handle import HasMemory, MemoryHandle, RankedRequest
-from cortex_agents.memory.influence import DEFAULT_ALPHA, canonical_order, dag_random_walk_influence
-from cortex_agents.memory.lexical import BM25, lexical_tokens
-from cortex_agents.memory.match import Match, Ranking
-from cortex_agents.memory.presets import BUILTIN_PRESETS, Preset, PresetRegistry
-from cortex_agents.memory.projections import BUILTIN_PROJECTIONS, Projection, ProjectionRegistry
-from cortex_agents.memory.scorers import (
+from cortex_agents.memory._handle import HasMemory, MemoryHandle, RankedRequest
+from cortex_agents.memory._influence import (
+    DEFAULT_ALPHA,
+    canonical_order,
+    dag_random_walk_influence,
+)
+from cortex_agents.memory._lexical import BM25, lexical_tokens
+from cortex_agents.memory._match import Match, Ranking
+from cortex_agents.memory._presets import BUILTIN_PRESETS, Preset, PresetRegistry
+from cortex_agents.memory._projections import BUILTIN_PROJECTIONS, Projection, ProjectionRegistry
+from cortex_agents.memory._scorers import (
     BUILTIN_SCORERS,
     DEFAULT_SCORER,
     Blend,
     ScorerEntry,
     ScorerRegistry,
 )
-from cortex_agents.memory.scoring import composite_score, hop_decay, temporal_axis
-from cortex_agents.memory.semantic import SemanticScorer, TokenJaccard, token_jaccard, tokenize
-from cortex_agents.memory.snapshot import MemorySnapshot
-from cortex_agents.memory.spec import (
+from cortex_agents.memory._scoring import composite_score, hop_decay, temporal_axis
+from cortex_agents.memory._semantic import SemanticScorer, TokenJaccard, token_jaccard, tokenize
+from cortex_agents.memory._snapshot import MemorySnapshot
+from cortex_agents.memory._spec import (
     DIRECTIONS,
     PRIORS,
     SCOPES,
@@ -52,7 +56,7 @@ from cortex_agents.memory.spec import (
     WalkSpec,
     Weights,
 )
-from cortex_agents.memory.strategy import Classic, MemoryStrategy, Topological, declared_preset
+from cortex_agents.memory._strategy import Classic, MemoryStrategy, Topological, declared_preset
 
 __all__ = [
     "BUILTIN_PROJECTIONS",

@@ -15,14 +15,14 @@ One way to get a saver for each lifetime:
  Use the saver as any checkpointer, and hold :meth:`CortexSaver.lock`
 around an invocation to keep one writer per thread: while it is held, every commit
 for the thread is fenced (a writer that lost the lock writes nothing once another
-took the thread; :mod:`cortex_agents.persistence.fencing`), and the pending writes of a
+took the thread; :mod:`cortex_agents.persistence._fencing`), and the pending writes of a
 task alone in its superstep are stored in the next checkpoint's transaction
-(:mod:`cortex_agents.persistence.solo`). :func:`import_document`
+(:mod:`cortex_agents.persistence._solo`). :func:`import_document`
 writes a snapshot as a thread in one transaction; :func:`validate_thread`
 checks a stored thread as a file would be checked.
 """
 
-from cortex_agents.persistence.backends import (
+from cortex_agents.persistence._backends import (
     aopen_saver,
     check_writable,
     is_postgres_url,
@@ -30,29 +30,29 @@ from cortex_agents.persistence.backends import (
     open_saver,
     require_database,
 )
-from cortex_agents.persistence.inmemory import InMemorySubstrateStore
-from cortex_agents.persistence.inspection import (
+from cortex_agents.persistence._inmemory import InMemorySubstrateStore
+from cortex_agents.persistence._inspection import (
     ThreadSummary,
     describe_thread,
     list_threads,
     thread_log,
 )
-from cortex_agents.persistence.locks import (
+from cortex_agents.persistence._locks import (
     FileLocks,
     Lease,
     PostgresLocks,
     ProcessLocks,
     ThreadLocks,
 )
-from cortex_agents.persistence.saver import DEFAULT_CHANNEL, CortexSaver
-from cortex_agents.persistence.saver_context import AsyncSaverContext, SaverContext
-from cortex_agents.persistence.sql import (
+from cortex_agents.persistence._saver import DEFAULT_CHANNEL, CortexSaver
+from cortex_agents.persistence._saver_context import AsyncSaverContext, SaverContext
+from cortex_agents.persistence._sql import (
     PostgresSubstrateStore,
     SqliteSubstrateStore,
     sqlite_connect,
 )
-from cortex_agents.persistence.store import Cursor, SubstrateStore
-from cortex_agents.persistence.transfer import (
+from cortex_agents.persistence._store import Cursor, SubstrateStore
+from cortex_agents.persistence._transfer import (
     ImportReport,
     QuarantinedRow,
     UnknownThread,
@@ -63,9 +63,9 @@ from cortex_agents.persistence.transfer import (
     quarantined_rows,
     thread_config,
 )
-from cortex_agents.persistence.validation import ThreadReport, validate_thread
-from cortex_agents.persistence.view import SubstrateView, open_view
-from cortex_agents.persistence.wrap import require_substrate_saver
+from cortex_agents.persistence._validation import ThreadReport, validate_thread
+from cortex_agents.persistence._view import SubstrateView, open_view
+from cortex_agents.persistence._wrap import require_substrate_saver
 
 __all__ = [
     "DEFAULT_CHANNEL",

@@ -16,7 +16,7 @@ It keeps the names of seed 001 (``src/Cortex/Pulse/Memory``): the walk
 :mod:`~cortex_agents.reference._walk`, and the query (:func:`query_reference`,
 ``pureQueryMemory``) in :mod:`~cortex_agents.reference._query`. The third seed
 name, the influence (``dagRandomWalkInfluence``), stays in
-:mod:`cortex_agents.memory.influence`: the engine orders its influence pass,
+:mod:`cortex_agents.memory._influence`: the engine orders its influence pass,
 its snapshot files and its wires by that module's canonical order.
 
 Imports point down: this package reads :mod:`cortex_agents.memory` and the

@@ -1,6 +1,6 @@
 """The reference pipeline: plain Python, obviously correct, slow.
 
-This is the definition the vectorised engine (:mod:`cortex_agents.memory.engine`)
+This is the definition the vectorised engine (:mod:`cortex_agents.memory._engine`)
 is tested against: identical rankings and identical scores on random DAGs.
 Steps (DESIGN §4):
 
@@ -17,11 +17,11 @@ Steps (DESIGN §4):
    with ``bridge``, raise the candidates whose evidence the first one's body
    names, and sort again; with ``feedback``, score every body against the
    first ``feedback_depth`` bodies' feedback query (BM25 over the candidates,
-   :mod:`cortex_agents.memory.feedback`), raise each axis by ``feedback``
+   :mod:`cortex_agents.memory._feedback`), raise each axis by ``feedback``
    times that, and sort again; with ``distinct_bodies``, move each repeated
    body after every first occurrence; with ``diversity="mmr"``, reorder the
    first ``mmr_depth`` (first occurrences only) by maximal marginal relevance
-   (:mod:`cortex_agents.memory.diversity`);
+   (:mod:`cortex_agents.memory._diversity`);
 7. apply the limit after the sort. Never stop early: the score is not
    monotone along edges, so best-first with stop-at-k is unsound (seed 001, F2).
 """
@@ -33,18 +33,18 @@ from collections.abc import Callable, Sequence
 
 from cortex_agents._timestamps import to_micros
 from cortex_agents.errors import UnknownNode
-from cortex_agents.memory.diversity import mmr_order
-from cortex_agents.memory.entities import named, names_in
-from cortex_agents.memory.extract import ExtractedFields
-from cortex_agents.memory.feedback import FEEDBACK_SCORER, feedback_text
-from cortex_agents.memory.influence import Relation, canonical_order, dag_random_walk_influence
-from cortex_agents.memory.lexical import BM25, CorpusStats, lexical_tokens
-from cortex_agents.memory.match import Match
-from cortex_agents.memory.scorers import Blend
-from cortex_agents.memory.scoring import clamp_axis, composite_score, hop_decay, temporal_axis
-from cortex_agents.memory.semantic import SemanticScorer
-from cortex_agents.memory.snapshot import MemorySnapshot
-from cortex_agents.memory.spec import Query, WalkSpec
+from cortex_agents.memory._diversity import mmr_order
+from cortex_agents.memory._entities import named, names_in
+from cortex_agents.memory._extract import ExtractedFields
+from cortex_agents.memory._feedback import FEEDBACK_SCORER, feedback_text
+from cortex_agents.memory._influence import Relation, canonical_order, dag_random_walk_influence
+from cortex_agents.memory._lexical import BM25, CorpusStats, lexical_tokens
+from cortex_agents.memory._match import Match
+from cortex_agents.memory._scorers import Blend
+from cortex_agents.memory._scoring import clamp_axis, composite_score, hop_decay, temporal_axis
+from cortex_agents.memory._semantic import SemanticScorer
+from cortex_agents.memory._snapshot import MemorySnapshot
+from cortex_agents.memory._spec import Query, WalkSpec
 from cortex_agents.reference._walk import bfs_distance, relations_of, walk_candidates
 from cortex_agents.substrate._records import SETTLED, NodeId
 
@@ -308,10 +308,10 @@ def semantic_axes(
 ) -> list[float]:
     """The semantic axis of each body, in [0, 1]: the definition the engine vectorises.
 
-    * a :class:`~cortex_agents.memory.lexical.BM25` scorer scores against the
+    * a :class:`~cortex_agents.memory._lexical.BM25` scorer scores against the
       statistics of its corpus: the candidates' ``bodies``, or ``corpus()``
       (every settled node's body) for ``corpus="view"``;
-    * a :class:`~cortex_agents.memory.scorers.Blend` is the weighted mean of
+    * a :class:`~cortex_agents.memory._scorers.Blend` is the weighted mean of
       its parts' axes, each computed by this function (so a blend may hold BM25);
     * any other scorer is called on each body, NaN counting as 0, clamped.
     """

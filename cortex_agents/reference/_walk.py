@@ -1,6 +1,6 @@
 """Enumeration: which nodes a query may return, and how many hops away they are.
 
-A *relation* (:data:`~cortex_agents.memory.influence.Relation`) maps every
+A *relation* (:data:`~cortex_agents.memory._influence.Relation`) maps every
 node id to its successors under that relation:
 ``descendants`` follows edges, ``ancestors`` follows them transposed.
 ``bidirectional`` walks both relations separately and merges hop distances
@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections import deque
 
 from cortex_agents.errors import UnknownNode
-from cortex_agents.memory.influence import Relation
-from cortex_agents.memory.snapshot import MemorySnapshot
-from cortex_agents.memory.spec import Direction
+from cortex_agents.memory._influence import Relation
+from cortex_agents.memory._snapshot import MemorySnapshot
+from cortex_agents.memory._spec import Direction
 from cortex_agents.substrate._records import NodeId
 
 __all__ = ["bfs_distance", "direction_relations", "relations_of", "walk_candidates"]

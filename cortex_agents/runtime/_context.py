@@ -8,9 +8,9 @@ from datetime import datetime
 from typing import Any
 
 from cortex_agents.errors import RewriteUnavailable
-from cortex_agents.memory.handle import MemoryHandle
-from cortex_agents.memory.match import Match
-from cortex_agents.memory.strategy import MemoryStrategy
+from cortex_agents.memory._handle import MemoryHandle
+from cortex_agents.memory._match import Match
+from cortex_agents.memory._strategy import MemoryStrategy
 from cortex_agents.runtime._clock import Clock
 from cortex_agents.runtime._rewrites import RewriteSession
 from cortex_agents.substrate._events import Event

@@ -40,9 +40,9 @@ from typing import Any, Literal
 from langchain_core.runnables import RunnableConfig
 
 from cortex_agents.errors import InvalidArgument, InvalidEvent
-from cortex_agents.memory.presets import BUILTIN_PRESETS, PresetRegistry
-from cortex_agents.memory.strategy import Classic, MemoryStrategy
-from cortex_agents.persistence.wrap import require_substrate_saver
+from cortex_agents.memory._presets import BUILTIN_PRESETS, PresetRegistry
+from cortex_agents.memory._strategy import Classic, MemoryStrategy
+from cortex_agents.persistence._wrap import require_substrate_saver
 from cortex_agents.runtime._clock import Clock, utc_clock
 from cortex_agents.runtime._context import StageContext
 from cortex_agents.runtime._stage import bind_context, describe_error, to_json_output

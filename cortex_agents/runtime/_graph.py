@@ -24,7 +24,7 @@ which runs the pass once on their merged events. (The events a solo stage's
 pass adds — materialized rewrites — stream as that stage's updates.) Under
 the writer lock, a solo stage's pending writes are stored in the transaction
 of the checkpoint that follows it: one commit per stage
-(:mod:`cortex_agents.persistence.solo`).
+(:mod:`cortex_agents.persistence._solo`).
 
 Rewrite-capable stages are the exception to "all in parallel": they run one
 per superstep, in the order they became ready (then by id), so proposals of
@@ -50,7 +50,7 @@ from langgraph.runtime import get_runtime
 from langgraph.types import Command, Send
 
 from cortex_agents.errors import InvalidWire, Problem, StorageError
-from cortex_agents.persistence.saver import CortexSaver
+from cortex_agents.persistence._saver import CortexSaver
 from cortex_agents.rewrite._materialize import pending_materialization
 from cortex_agents.runtime._clock import Clock
 from cortex_agents.runtime._context import StageContext
@@ -443,7 +443,7 @@ class WireGraph:
 
     def expect_solo(self, payload: dict[str, Any], config: RunnableConfig) -> None:
         """Tell the saver a solo stage's task ends: it may store the task's writes with the
-        next checkpoint, in one transaction (see :mod:`cortex_agents.persistence.solo`).
+        next checkpoint, in one transaction (see :mod:`cortex_agents.persistence._solo`).
 
         Not under ``durability="exit"``: LangGraph then stores no writes of finished
         supersteps at all.

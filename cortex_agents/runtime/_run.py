@@ -5,7 +5,7 @@ thread until nothing is runnable. It holds the thread's writer lock for the
 whole invocation (one writer per thread); if the lock goes away under it, the
 run stops with :class:`~cortex_agents.errors.WriterFenced` before its next
 stage body, and none of its commits lands after another writer took the
-thread (:mod:`cortex_agents.persistence.fencing`). On a thread whose last
+thread (:mod:`cortex_agents.persistence._fencing`). On a thread whose last
 superstep was interrupted it first finishes that superstep (its stages run
 again: bodies run at least once); on a thread that had ended it retries
 failed stages and schedules anything new.
@@ -23,8 +23,8 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StreamMode
 
 from cortex_agents.errors import InvalidArgument, RunFailed
-from cortex_agents.memory.embedding import EmbeddingCache
-from cortex_agents.persistence.saver import CortexSaver
+from cortex_agents.memory._embedding import EmbeddingCache
+from cortex_agents.persistence._saver import CortexSaver
 from cortex_agents.runtime._clock import Clock, utc_clock
 from cortex_agents.runtime._graph import RunState, WireGraph
 from cortex_agents.runtime._wire import Wire

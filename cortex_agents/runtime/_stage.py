@@ -29,10 +29,10 @@ from typing import Any, Final
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from cortex_agents.errors import InvalidArgument, InvalidEvent, InvalidOutput
-from cortex_agents.memory.handle import MemoryHandle
-from cortex_agents.memory.presets import BUILTIN_PRESETS, PresetRegistry
-from cortex_agents.memory.snapshot import MemorySnapshot
-from cortex_agents.memory.strategy import Classic, MemoryStrategy
+from cortex_agents.memory._handle import MemoryHandle
+from cortex_agents.memory._presets import BUILTIN_PRESETS, PresetRegistry
+from cortex_agents.memory._snapshot import MemorySnapshot
+from cortex_agents.memory._strategy import Classic, MemoryStrategy
 from cortex_agents.runtime._clock import Clock
 from cortex_agents.runtime._context import StageContext
 from cortex_agents.runtime._rewrites import RewriteSession

@@ -38,10 +38,10 @@ from cortex_agents.errors import (
     UnknownProjection,
     UnknownScorer,
 )
-from cortex_agents.memory.embedding import EmbeddingCache
-from cortex_agents.memory.influence import canonical_order
-from cortex_agents.memory.presets import BUILTIN_PRESETS, PresetRegistry
-from cortex_agents.memory.strategy import Classic, MemoryStrategy, Topological
+from cortex_agents.memory._embedding import EmbeddingCache
+from cortex_agents.memory._influence import canonical_order
+from cortex_agents.memory._presets import BUILTIN_PRESETS, PresetRegistry
+from cortex_agents.memory._strategy import Classic, MemoryStrategy, Topological
 from cortex_agents.rewrite._budget import DEFAULT_BUDGET, DIMENSIONS, unknown_dimension_rule
 from cortex_agents.rewrite._policy import RewritePolicy
 from cortex_agents.scratch._connector import connector_problems

@@ -67,12 +67,12 @@ from pydantic import ValidationError as PydanticValidationError
 
 from cortex_agents._bundled import bundled_path
 from cortex_agents.errors import CortexError, InvalidArgument, InvalidWire, Problem
-from cortex_agents.memory.diversity import MMR_DEPTH, MMR_LAMBDA
-from cortex_agents.memory.presets import BUILTIN_PRESETS, Preset, PresetRegistry
-from cortex_agents.memory.projections import Projection
-from cortex_agents.memory.scorers import DEFAULT_SCORER, ScorerEntry
-from cortex_agents.memory.spec import WalkSpec, Weights
-from cortex_agents.memory.strategy import Classic, Topological
+from cortex_agents.memory._diversity import MMR_DEPTH, MMR_LAMBDA
+from cortex_agents.memory._presets import BUILTIN_PRESETS, Preset, PresetRegistry
+from cortex_agents.memory._projections import Projection
+from cortex_agents.memory._scorers import DEFAULT_SCORER, ScorerEntry
+from cortex_agents.memory._spec import WalkSpec, Weights
+from cortex_agents.memory._strategy import Classic, Topological
 from cortex_agents.rewrite._policy import RewritePolicy
 from cortex_agents.rewrite._spec import FORMS
 from cortex_agents.runtime._wire import Wire, WireBuilder

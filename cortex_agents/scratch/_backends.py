@@ -39,8 +39,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from cortex_agents.errors import InvalidArgument, StorageError
-from cortex_agents.persistence.sql import sqlite_connect
-from cortex_agents.persistence.urls import (
+from cortex_agents.persistence._sql import sqlite_connect
+from cortex_agents.persistence._urls import (
     is_postgres_url,
     postgres_reachable,
     redact_url,

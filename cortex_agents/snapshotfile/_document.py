@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from cortex_agents.errors import Problem
-from cortex_agents.memory.snapshot import MemorySnapshot
+from cortex_agents.memory._snapshot import MemorySnapshot
 from cortex_agents.snapshotfile._integrity import Category
 from cortex_agents.snapshotfile._limits import BadNumber
 from cortex_agents.substrate._log import SubstrateLog

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cortex_agents.memory.influence import canonical_order
+from cortex_agents.memory._influence import canonical_order
 from cortex_agents.substrate._events import (
     EdgeAdded,
     Event,

@@ -15,7 +15,7 @@ from typing import Any
 
 from cortex_agents._timestamps import format_timestamp
 from cortex_agents.errors import InvalidSnapshot, Problem
-from cortex_agents.memory.influence import canonical_order
+from cortex_agents.memory._influence import canonical_order
 from cortex_agents.snapshotfile._document import (
     SCHEMA_VERSION,
     SQLITE_HEADER,

@@ -32,7 +32,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from cortex_agents.errors import InvalidArgument
-from cortex_agents.memory.strategy import Topological
+from cortex_agents.memory._strategy import Topological
 from cortex_agents.runtime._context import StageContext
 from cortex_agents.stages._llm import (
     converse,

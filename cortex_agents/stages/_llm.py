@@ -24,8 +24,8 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool
 
 from cortex_agents.errors import InvalidArgument, ModelUnavailable
-from cortex_agents.memory.match import Match
-from cortex_agents.memory.strategy import Topological
+from cortex_agents.memory._match import Match
+from cortex_agents.memory._strategy import Topological
 from cortex_agents.runtime._context import StageContext
 from cortex_agents.scratch._connector import connector_from_config
 from cortex_agents.stages._prompts import (

@@ -18,7 +18,7 @@ under one lock and one bound each:
   recently used first out), so a longer view folds only what it adds;
 * **derived structures** (:class:`Derived`): anything else a consumer wants
   kept incrementally per branch, e.g. the memory index
-  (:mod:`cortex_agents.memory.index`) or what a graph-bound tool links after
+  (:mod:`cortex_agents.memory._index`) or what a graph-bound tool links after
   (one per stage kind). Each is extended by the events it has not seen, up
   to the length asked for, and answers for any prefix it has seen — binding
   a snapshot costs O(new events). At most :data:`MAX_DERIVED` are kept, least

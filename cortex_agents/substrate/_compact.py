@@ -2,7 +2,7 @@
 
 A completed node's output is held for the rest of the run by its record in
 the materialized state and by the branch's memory index (one shared held
-form, see :meth:`~cortex_agents.memory.index.MemoryIndex.extend`). As Python
+form, see :meth:`~cortex_agents.memory._index.MemoryIndex.extend`). As Python
 objects a short output costs several times its JSON: a dict table, a string
 object per value, a float object per number — ~295 bytes per stage in the
 live benchmark (``{"finding": "...", "claim_ref": "c3"}``), against 86 bytes

@@ -5,8 +5,8 @@ must match a recorded one on method, URL *and body* (so a changed prompt is
 an error, not a stale answer), auth headers are never stored, and record mode
 is ``none``. :func:`record` writes a cassette from live exchanges;
 :func:`use_cassette` picks one of the two from a record mode. Modules:
-:mod:`~cortex_agents.testing.cassettes` (the cassettes and their settings),
-:mod:`~cortex_agents.testing.network` (blocking the network),
+:mod:`~cortex_agents.testing._cassettes` (the cassettes and their settings),
+:mod:`~cortex_agents.testing._network` (blocking the network),
 :mod:`~cortex_agents.testing.pytest_plugin` (the pytest plugin).
 
 With pytest, installing cortex-agents registers the plugin (entry point
@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from cortex_agents.testing.cassettes import (
+from cortex_agents.testing._cassettes import (
     MATCH_ON,
     RECORD_MODES,
     cassette_config,
@@ -50,7 +50,7 @@ from cortex_agents.testing.cassettes import (
     replay,
     use_cassette,
 )
-from cortex_agents.testing.network import NetworkBlocked, network_blocked
+from cortex_agents.testing._network import NetworkBlocked, network_blocked
 
 if TYPE_CHECKING:
     from cortex_agents.reference import query_reference

@@ -1,7 +1,7 @@
 """The cortex-agents pytest plugin, registered by entry point when the package is installed.
 
 It gives tests cassettes in pytest-recording's conventions
-(:mod:`~cortex_agents.testing.vcr_marker`): the ``@pytest.mark.vcr`` marker
+(:mod:`~cortex_agents.testing._vcr_marker`): the ``@pytest.mark.vcr`` marker
 (registered here, so ``--strict-markers`` accepts it), the ``--record-mode``
 option (``none`` by default: replay with the network blocked) and the
 ``vcr_config``, ``vcr_cassette_dir``, ``default_cassette_name`` and ``vcr``
@@ -45,7 +45,7 @@ RECORD_MODES: Final = ("none", "once", "new_episodes", "all", "rewrite")
 """The ``--record-mode`` values (pytest-recording's; ``rewrite`` is ``all`` here)."""
 
 _RECORDING_NAMES: Final = ("recording", "pytest_recording.plugin")
-_VCR_PLUGIN: Final = "cortex_agents.testing.vcr_marker"
+_VCR_PLUGIN: Final = "cortex_agents.testing._vcr_marker"
 
 DEFERRED_HEADER: Final = (
     "cortex-agents: pytest-recording is installed, so it handles @pytest.mark.vcr, "
@@ -132,7 +132,7 @@ def llm_cassette(
     Relative paths are resolved against the test file's folder.
     ``--record-cassettes`` is ``--record-mode=all``.
     """
-    from cortex_agents.testing.cassettes import use_cassette
+    from cortex_agents.testing._cassettes import use_cassette
 
     mode = _record_mode(request.config)
     base = Path(request.node.path).parent

@@ -27,7 +27,7 @@ from typing import Annotated, Any
 from langchain_core.tools import BaseTool
 from typing_extensions import TypedDict  # the flavour LangGraph and LangChain state schemas use
 
-from cortex_agents.memory.presets import BUILTIN_PRESETS, PresetRegistry
+from cortex_agents.memory._presets import BUILTIN_PRESETS, PresetRegistry
 from cortex_agents.substrate._events import event_to_dict
 from cortex_agents.substrate._log import SubstrateLog, append_events
 from cortex_agents.tools._binding import GraphBinding, bind_to_graph
@@ -88,7 +88,7 @@ def substrate_from_snapshot(path: str | Path) -> list[dict[str, Any]]:
     Raises:
         InvalidSnapshot: the file is not a valid snapshot.
     """
-    from cortex_agents.persistence.transfer import document_events
+    from cortex_agents.persistence._transfer import document_events
     from cortex_agents.snapshotfile import load_snapshot
 
     return [event_to_dict(e) for e in document_events(load_snapshot(path))]

@@ -65,9 +65,9 @@ from langgraph.types import Command
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from cortex_agents.errors import InvalidArgument, InvalidEvent, ToolUnavailable
-from cortex_agents.memory.presets import BUILTIN_PRESETS, PresetRegistry
-from cortex_agents.memory.strategy import Topological
-from cortex_agents.persistence.wrap import require_substrate_saver
+from cortex_agents.memory._presets import BUILTIN_PRESETS, PresetRegistry
+from cortex_agents.memory._strategy import Topological
+from cortex_agents.persistence._wrap import require_substrate_saver
 from cortex_agents.runtime._clock import Clock, utc_clock
 from cortex_agents.runtime._context import StageContext
 from cortex_agents.runtime._stage import bind_context
@@ -152,7 +152,7 @@ class _KeptGuard:
     """A store's write guard without the store: what a graph tool keeps per store.
 
     The tool keeps these in a ``WeakKeyDictionary`` keyed by the store (as
-    :mod:`cortex_agents.persistence.wrap` keeps one substrate store per
+    :mod:`cortex_agents.persistence._wrap` keeps one substrate store per
     ``InMemorySaver``), so an entry goes with its store. A value that held the
     store — a ``ScratchBackend``, or the guard itself — would keep its own key
     alive for the tool's life; this holds only the guard's other fields (the

@@ -50,10 +50,10 @@ from cortex_agents.errors import (
     UnknownPreset,
     UnknownScorer,
 )
-from cortex_agents.memory.handle import HasMemory
-from cortex_agents.memory.match import Match
-from cortex_agents.memory.presets import BUILTIN_PRESETS, PresetRegistry
-from cortex_agents.memory.spec import Scope
+from cortex_agents.memory._handle import HasMemory
+from cortex_agents.memory._match import Match
+from cortex_agents.memory._presets import BUILTIN_PRESETS, PresetRegistry
+from cortex_agents.memory._spec import Scope
 from cortex_agents.tools._binding import GraphBinding, bind_to_graph
 from cortex_agents.tools._delimit import escape_text
 from cortex_agents.tools._journal import MEMORY_QUERY_TOOL, MEMORY_RESULTS

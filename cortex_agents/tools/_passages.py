@@ -8,7 +8,7 @@ that fits ``tokens`` and scores highest for the query:
 * sentences end at ``.``, ``!`` or ``?`` followed by white space (a body
   without one is one sentence);
 * a window's score is the sum, over the query's distinct lexical tokens
-  (:func:`~cortex_agents.memory.lexical.lexical_tokens`) found in the window,
+  (:func:`~cortex_agents.memory._lexical.lexical_tokens`) found in the window,
   of ``ln(1 + (S - s + 0.5) / (s + 0.5))``, where ``S`` counts the sentences of
   every body shown together and ``s`` those holding the token: a word every
   match repeats weighs little, the distinctive one (a name, a year) much;
@@ -30,7 +30,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Final
 
-from cortex_agents.memory.lexical import lexical_tokens
+from cortex_agents.memory._lexical import lexical_tokens
 
 __all__ = ["best_passages", "sentences"]
 

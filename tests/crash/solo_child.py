@@ -13,7 +13,7 @@ import signal
 import sys
 
 from cortex_agents.persistence import open_saver
-from cortex_agents.persistence.solo import SoloWrites
+from cortex_agents.persistence._solo import SoloWrites
 from cortex_agents.runtime import LogicalClock, Runtime, StageContext, WireBuilder
 
 STAGES = 6

@@ -12,8 +12,7 @@ from typer.testing import CliRunner
 
 from cortex_agents.cli import app
 from cortex_agents.errors import StorageError
-from cortex_agents.persistence import open_saver
-from cortex_agents.persistence.transfer import import_document
+from cortex_agents.persistence import import_document, open_saver
 from cortex_agents.snapshotfile import load_snapshot
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "claim_review.json"

@@ -214,7 +214,7 @@ def _second_run_embeds_nothing(make_store):
 def test_a_second_run_over_a_sqlite_store_file_embeds_nothing(tmp_path):
     from langgraph.store.sqlite import SqliteStore
 
-    from cortex_agents.persistence.sql import sqlite_connect
+    from cortex_agents.persistence import sqlite_connect
 
     path = tmp_path / "store.sqlite"
     opened = []

@@ -10,9 +10,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from cortex_agents.cli import app
-from cortex_agents.persistence import open_saver
-from cortex_agents.persistence.transfer import export_document, quarantined_rows
-from cortex_agents.persistence.validation import validate_thread
+from cortex_agents.persistence import export_document, open_saver, quarantined_rows, validate_thread
 from cortex_agents.snapshotfile import load_snapshot
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "claim_review.json"

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from cortex_agents.errors import StorageError
-from cortex_agents.persistence import is_postgres_url, open_saver
-from cortex_agents.persistence.transfer import export_document, import_document
+from cortex_agents.persistence import export_document, import_document, is_postgres_url, open_saver
 from cortex_agents.snapshotfile import dump_snapshot, load_snapshot
 from tests.fencing_support import table_rows
 from tests.graphs import chain_graph, expected_log, stage_events

@@ -30,8 +30,7 @@ from typing import Any
 
 import pytest
 
-from cortex_agents.persistence import Cursor, open_saver
-from cortex_agents.persistence.transfer import export_document
+from cortex_agents.persistence import Cursor, export_document, open_saver
 from cortex_agents.snapshotfile import dump_snapshot
 from cortex_agents.substrate import StageCompleted, StageStarted, ToolCallMade
 from tests.schema_chat import SchemaChat, serve_schema_chat

@@ -28,7 +28,7 @@ from cortex_agents.memory import (
     Weights,
     query_vectorised,
 )
-from cortex_agents.memory.index import MemoryIndex
+from cortex_agents.memory._index import MemoryIndex
 from cortex_agents.persistence import memory_saver
 from cortex_agents.reference import query_reference
 from cortex_agents.runtime import Runtime, StageContext, TickingClock, WireBuilder

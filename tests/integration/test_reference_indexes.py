@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from cortex_agents.persistence import open_saver
-from cortex_agents.persistence.sql import SqliteSubstrateStore
+from cortex_agents.persistence import SqliteSubstrateStore, open_saver
 from cortex_agents.substrate import EdgeAdded, Event, NodeScheduled
 from tests.helpers import at
 

@@ -13,8 +13,7 @@ from typer.testing import CliRunner
 
 from cortex_agents.cli import app
 from cortex_agents.errors import RunFailed
-from cortex_agents.persistence import memory_saver, open_saver
-from cortex_agents.persistence.transfer import export_document, import_document
+from cortex_agents.persistence import export_document, import_document, memory_saver, open_saver
 from cortex_agents.rewrite import RewritePolicy
 from cortex_agents.runtime import LogicalClock, Runtime, StageContext, WireBuilder
 from cortex_agents.snapshotfile import dump_snapshot, parse_snapshot

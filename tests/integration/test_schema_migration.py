@@ -11,8 +11,8 @@ import pytest
 
 from cortex_agents.errors import StorageError
 from cortex_agents.persistence import Cursor, open_saver
-from cortex_agents.persistence.schema import LATEST_VERSION, MIGRATIONS, migrate
-from cortex_agents.persistence.store import encode_event
+from cortex_agents.persistence._schema import LATEST_VERSION, MIGRATIONS, migrate
+from cortex_agents.persistence._store import encode_event
 from cortex_agents.substrate import EdgeAdded, NodeScheduled, SubstrateLog
 from tests.helpers import at
 

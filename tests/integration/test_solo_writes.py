@@ -18,9 +18,8 @@ import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 
 from cortex_agents.errors import StorageError, WriterFenced
-from cortex_agents.persistence import aopen_saver, open_saver
-from cortex_agents.persistence.solo import SoloWrites
-from cortex_agents.persistence.urls import is_postgres_url
+from cortex_agents.persistence import aopen_saver, is_postgres_url, open_saver
+from cortex_agents.persistence._solo import SoloWrites
 from cortex_agents.runtime import LogicalClock, Runtime, TickingClock, WireBuilder, build_graph
 from cortex_agents.substrate import StageCompleted
 from tests.graphs import expected_log

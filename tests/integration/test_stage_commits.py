@@ -27,10 +27,8 @@ from typing import Any, cast
 import pytest
 
 from cortex_agents.errors import StorageError, WriterFenced
-from cortex_agents.persistence import open_saver
-from cortex_agents.persistence.fencing import Fence
-from cortex_agents.persistence.store import Cursor
-from cortex_agents.persistence.validation import validate_thread
+from cortex_agents.persistence import Cursor, open_saver, validate_thread
+from cortex_agents.persistence._fencing import Fence
 from cortex_agents.runtime import Runtime, TickingClock, WireBuilder
 from cortex_agents.substrate import event_from_dict
 from tests.fencing_support import table_rows

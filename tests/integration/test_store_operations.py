@@ -5,9 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cortex_agents.errors import InvalidArgument, StorageError, UnknownNode
-from cortex_agents.persistence import open_saver
-from cortex_agents.persistence.transfer import import_document
-from cortex_agents.persistence.view import open_view
+from cortex_agents.persistence import import_document, open_saver, open_view
 from cortex_agents.snapshotfile import SnapshotDocument
 from cortex_agents.substrate import EdgeRecord, NodeRecord
 from tests.helpers import T0, at
@@ -111,7 +109,7 @@ def test_setup_is_idempotent_and_refuses_a_newer_schema(durable_database):
 
 
 def test_view_of_an_unknown_thread(open_db):
-    from cortex_agents.persistence.transfer import UnknownThread
+    from cortex_agents.persistence import UnknownThread
 
     with open_db() as saver, pytest.raises(UnknownThread):
         open_view(saver, "missing")

@@ -23,8 +23,7 @@ from typer.testing import CliRunner
 
 from cortex_agents.cli import app
 from cortex_agents.errors import InvalidArgument, InvalidSnapshot, InvalidWire
-from cortex_agents.persistence import open_saver
-from cortex_agents.persistence.transfer import export_document, import_document
+from cortex_agents.persistence import export_document, import_document, open_saver
 from cortex_agents.runtime import Runtime, WireBuilder, load_wire
 from cortex_agents.snapshotfile import (
     SnapshotDocument,

@@ -7,7 +7,8 @@ import multiprocessing
 import pytest
 
 from cortex_agents.errors import ThreadBusy
-from cortex_agents.persistence import locks, open_saver
+from cortex_agents.persistence import _locks as locks
+from cortex_agents.persistence import open_saver
 from tests.graphs import chain_graph, expected_log
 
 STEPS_PER_WRITER = 6

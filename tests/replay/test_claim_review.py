@@ -21,7 +21,7 @@ from cortex_agents._demo import SCENARIOS, run_recorded
 from cortex_agents.cli import app
 from cortex_agents.memory import MemoryHandle, Topological
 from cortex_agents.persistence import memory_saver, open_saver
-from cortex_agents.persistence.transfer import export_as_seen_by
+from cortex_agents.persistence._transfer import export_as_seen_by
 from cortex_agents.substrate import ToolCallMade, event_to_dict
 
 SCENARIO = SCENARIOS["claim_review"]

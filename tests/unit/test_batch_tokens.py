@@ -1,7 +1,7 @@
 """Batch reading equals reading one output at a time: tokens, term frequencies, fields.
 
 The memory index tokenises and extracts a batch of outputs at once
-(:mod:`cortex_agents.memory.batch_tokens`, :func:`read_outputs`); what it
+(:mod:`cortex_agents.memory._batch_tokens`, :func:`read_outputs`); what it
 keeps must be exactly what the one-body functions give, whatever the text:
 ASCII or not, separators, the batch separator's own character, numbers,
 ranges and codes at the edges of a body.
@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cortex_agents.memory import default_extractor, lexical_tokens, tokenize
-from cortex_agents.memory.batch_tokens import term_counts, token_sets
-from cortex_agents.memory.extract import read_outputs
+from cortex_agents.memory._batch_tokens import term_counts, token_sets
+from cortex_agents.memory._extract import read_outputs
 
 # pieces that exercise every rule of both tokenisers and the batch's ASCII path
 PIECES = [

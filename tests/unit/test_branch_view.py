@@ -273,7 +273,7 @@ def test_the_dicts_made_checking_a_step_are_what_it_writes_hashes_and_stores():
     # A stage's events become dicts once (when appended and checked); the channel's
     # reducer adopts those very dicts, and the chain hash and the stored rows are
     # exactly what converting the events again would give.
-    from cortex_agents.persistence.store import encode_event
+    from cortex_agents.persistence._store import encode_event
     from cortex_agents.substrate import append_events
 
     root = SubstrateLog([NodeScheduled(node_id="a", kind="k", at=at(0))])

@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from cortex_agents.memory.bulk import PROMOTE_AT, paused_gc
+from cortex_agents.memory._bulk import PROMOTE_AT, paused_gc
 
 
 @pytest.fixture

@@ -11,8 +11,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cortex_agents.memory import MemorySnapshot
-from cortex_agents.memory.extract import default_extractor
+from cortex_agents.memory import MemorySnapshot, default_extractor
 from cortex_agents.substrate import (
     NodeRecord,
     NodeScheduled,

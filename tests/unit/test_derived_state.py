@@ -17,8 +17,8 @@ from pathlib import Path
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
-from cortex_agents.memory.engine import MEMO_ENTRIES, QueryMemo
-from cortex_agents.persistence import wrap
+from cortex_agents.memory._engine import MEMO_ENTRIES, QueryMemo
+from cortex_agents.persistence import _wrap as wrap
 from cortex_agents.scratch._atomic import ProcessLockGuard
 from cortex_agents.tools import bind_to_graph, make_memory_tool
 

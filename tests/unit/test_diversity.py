@@ -18,6 +18,7 @@ import pytest
 from cortex_agents.errors import InvalidArgument, InvalidWire
 from cortex_agents.memory import (
     BM25,
+    BUILTIN_PRESETS,
     Blend,
     EmbeddingScorer,
     MemoryHandle,
@@ -27,8 +28,7 @@ from cortex_agents.memory import (
     Weights,
     query_vectorised,
 )
-from cortex_agents.memory.diversity import MMR_DEPTH, MMR_LAMBDA, mmr_order, token_similarity
-from cortex_agents.memory.presets import BUILTIN_PRESETS
+from cortex_agents.memory._diversity import MMR_DEPTH, MMR_LAMBDA, mmr_order, token_similarity
 from cortex_agents.reference import query_reference
 from tests.embedding_support import HashEmbedder
 from tests.helpers import call_memory_tool, node, snapshot

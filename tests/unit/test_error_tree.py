@@ -141,11 +141,11 @@ def test_every_error_in_errors_py_is_drawn_in_its_tree():
     ("module", "name"),
     [
         ("cortex_agents.persistence", "UnknownThread"),
-        ("cortex_agents.persistence.transfer", "UnknownThread"),
+        ("cortex_agents.persistence._transfer", "UnknownThread"),
         ("cortex_agents.stages", "ModelUnavailable"),
         ("cortex_agents.stages._llm", "ModelUnavailable"),
         ("cortex_agents.testing", "NetworkBlocked"),
-        ("cortex_agents.testing.network", "NetworkBlocked"),
+        ("cortex_agents.testing._network", "NetworkBlocked"),
         ("cortex_agents.rewrite._admission", "Rejection"),
         ("cortex_agents.substrate._records", "RejectionCode"),
     ],

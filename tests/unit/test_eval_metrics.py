@@ -21,7 +21,7 @@ from cortex_agents.evaluation import (
     score_ranking,
 )
 from cortex_agents.evaluation._topics import ASPECTS, HELDOUT_ASPECTS
-from cortex_agents.memory.extract import default_extractor
+from cortex_agents.memory import default_extractor
 
 
 def test_one_relevant_node_at_rank_three():

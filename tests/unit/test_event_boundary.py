@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from cortex_agents.errors import InvalidArgument
-from cortex_agents.persistence.store import decode_event, encode_event
+from cortex_agents.persistence._store import decode_event, encode_event
 from cortex_agents.substrate import (
     NodeScheduled,
     StageCompleted,

@@ -22,8 +22,8 @@ from cortex_agents.memory import (
     Weights,
     query_vectorised,
 )
-from cortex_agents.memory.feedback import FEEDBACK_SCORER, feedback_text
-from cortex_agents.memory.presets import BUILTIN_PRESETS, FEEDBACK, FEEDBACK_DEPTH
+from cortex_agents.memory._feedback import FEEDBACK_SCORER, feedback_text
+from cortex_agents.memory._presets import BUILTIN_PRESETS, FEEDBACK, FEEDBACK_DEPTH
 from cortex_agents.reference import query_reference, semantic_axes
 from tests.embedding_support import HashEmbedder
 from tests.helpers import call_memory_tool, node, snapshot

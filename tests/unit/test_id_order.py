@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from cortex_agents.errors import InvalidArgument
-from cortex_agents.memory.idorder import IdOrder
+from cortex_agents.memory._idorder import IdOrder
 
 
 def random_ids(rng: random.Random, count: int) -> list[str]:

@@ -88,19 +88,19 @@ CYCLE_EDGES_ALLOWED: Mapping[tuple[str, str], str] = {
     # one cycle (walk and influence left it when the reference pipeline moved out), because the engine's objects build their derived
     # structures on first use: a lower object names (and lazily constructs) a higher one. Remove these when one owner
     # (the branch view, issue 25 item 3) builds the index and the fields and hands them down.
-    ("cortex_agents.memory.snapshot", "cortex_agents.memory.index"): (
+    ("cortex_agents.memory._snapshot", "cortex_agents.memory._index"): (
         "lazy: MemorySnapshot.index builds the MemoryIndex on first use"
     ),
-    ("cortex_agents.memory.view", "cortex_agents.memory.index"): (
+    ("cortex_agents.memory._view", "cortex_agents.memory._index"): (
         "type-only: an IndexView holds the MemoryIndex it is a prefix of"
     ),
-    ("cortex_agents.memory.view", "cortex_agents.memory.fields"): (
+    ("cortex_agents.memory._view", "cortex_agents.memory._fields"): (
         "lazy and type-only: View.fields builds a FieldsView on first use"
     ),
-    ("cortex_agents.memory.index", "cortex_agents.memory.fields"): (
+    ("cortex_agents.memory._index", "cortex_agents.memory._fields"): (
         "lazy and type-only: MemoryIndex.fields_index builds (and keeps 8) FieldsIndex"
     ),
-    ("cortex_agents.memory.lexical_postings", "cortex_agents.memory.fields"): (
+    ("cortex_agents.memory._lexical_postings", "cortex_agents.memory._fields"): (
         "type-only: LexicalPostings.catch_up reads the FieldsIndex that owns them"
     ),
 }

@@ -25,7 +25,7 @@ from cortex_agents.memory import (
     lexical_tokens,
     query_vectorised,
 )
-from cortex_agents.memory.lexical import CorpusStats
+from cortex_agents.memory._lexical import CorpusStats
 from cortex_agents.reference import query_reference
 from cortex_agents.substrate import (
     EdgeAdded,

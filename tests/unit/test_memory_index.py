@@ -29,7 +29,7 @@ from cortex_agents.memory import (
     query_vectorised,
     token_jaccard,
 )
-from cortex_agents.memory.index import MEMORY_INDEX, MemoryIndex
+from cortex_agents.memory._index import MEMORY_INDEX, MemoryIndex
 from cortex_agents.reference import query_reference
 from cortex_agents.substrate import (
     EdgeAdded,
@@ -185,7 +185,7 @@ def test_an_index_rebuilt_after_a_restart_equals_the_incremental_one_at_many_poi
     # the run as it happened: one index per branch, extended by each step's few events; a
     # restart at a random point reads the events back from storage into a new branch, whose
     # index is built from all of them in one batch, then the resumed run goes on from it
-    from cortex_agents.persistence.store import decode_event, encode_event
+    from cortex_agents.persistence._store import decode_event, encode_event
     from cortex_agents.substrate._log import LogBuffer
 
     rng = random.Random(seed)
@@ -338,7 +338,7 @@ def test_a_fork_carries_the_index_as_of_its_fork_point_and_stays_exact(where):
 def test_the_compiled_walk_equals_the_python_walk_on_every_view():
     from scipy.sparse.csgraph import breadth_first_order
 
-    from cortex_agents.memory.view import _jumped_walk
+    from cortex_agents.memory._view import _jumped_walk
 
     rng = random.Random(29)
     events = random_run(rng, 500)
@@ -457,7 +457,7 @@ def test_readers_of_older_views_stay_exact_while_the_branch_grows_in_another_thr
 
 def test_the_default_in_memory_embedding_cache_is_bounded_now_that_the_index_keeps_vectors():
     from cortex_agents.memory import InMemoryEmbeddingCache
-    from cortex_agents.memory.embedding import DEFAULT_CACHE_ENTRIES
+    from cortex_agents.memory._embedding import DEFAULT_CACHE_ENTRIES
 
     cache = InMemoryEmbeddingCache()
     vector = np.zeros(4, dtype=np.float32)
@@ -497,7 +497,7 @@ def test_nodes_with_the_same_body_share_one_vector_row_and_rank_as_the_reference
 
 def test_a_handles_memo_keeps_its_most_recent_origins_and_computes_an_evicted_one_again():
     from cortex_agents.memory import MemoryHandle
-    from cortex_agents.memory.engine import MEMO_ENTRIES
+    from cortex_agents.memory._engine import MEMO_ENTRIES
 
     events = chain(MEMO_ENTRIES + 10)
     snapshot = MemorySnapshot.from_log(SubstrateLog(events), T0 + timedelta(hours=1))

@@ -169,7 +169,7 @@ HOSTILE_TAGS = [
 @pytest.mark.parametrize("evil", HOSTILE_TAGS)
 @pytest.mark.parametrize("field", ["body_text", "routing_key", "node_id", "kind"])
 def test_no_recorded_value_can_open_or_close_a_tag_in_the_data_block(field, evil):
-    from cortex_agents.memory.match import Match
+    from cortex_agents.memory import Match
 
     values = {"node_id": "x", "kind": "analyst", "routing_key": "k", "body_text": "b", field: evil}
     match = Match(
@@ -202,7 +202,7 @@ def test_a_token_budget_too_small_to_hold_a_result_is_refused_when_the_tool_is_b
 @given(st.text(max_size=3000), st.integers(min_value=200, max_value=400))
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_any_allowed_budget_holds_the_whole_rendering(body, budget):
-    from cortex_agents.memory.match import Match
+    from cortex_agents.memory import Match
 
     match = Match(
         node_id="n" * 64,

@@ -17,7 +17,7 @@ from cortex_agents.evaluation._multihop import (
     load_records,
     parse_records,
 )
-from cortex_agents.memory.extract import default_extractor
+from cortex_agents.memory import default_extractor
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = [

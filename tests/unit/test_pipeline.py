@@ -154,7 +154,7 @@ def test_custom_scorer_nan_counts_as_zero_and_out_of_range_is_clamped(engine, cl
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_scorer_subclassing_token_jaccard_is_called_not_bypassed(engine, claim_review):
-    from cortex_agents.memory.semantic import TokenJaccard
+    from cortex_agents.memory import TokenJaccard
 
     class Flat(TokenJaccard):
         def __call__(self, query: str, body: str) -> float:

@@ -22,23 +22,10 @@ import cortex_agents
 
 ROOT = Path(cortex_agents.__file__).parent
 
-_PHASE_2 = "issue 25 phase 2: made private once other work on this package lands"
-
 PUBLIC_MODULES: Mapping[str, str] = {
     "errors.py": "the documented home of every error (`::: cortex_agents.errors` in docs/reference.md)",
     "server.py": "langgraph.json names `cortex_agents.server:fanout_demo` and `.checkpointer`",
     "__main__.py": "`python -m cortex_agents` runs it; Python looks it up by this name",
-    **{
-        f"{package}/{path.name}": _PHASE_2
-        for package in ("memory", "persistence")
-        for path in sorted((ROOT / package).glob("*.py"))
-        if path.name != "__init__.py" and not path.name.startswith("_")
-    },
-    "testing/cassettes.py": _PHASE_2,
-    "testing/network.py": _PHASE_2,
-    "testing/vcr_marker.py": (
-        "the pytest plugin registers it by dotted path (`_VCR_PLUGIN`); " + _PHASE_2
-    ),
     "testing/pytest_plugin.py": (
         "pyproject.toml's pytest11 entry point and users' `pytest_plugins` name "
         "`cortex_agents.testing.pytest_plugin`"

@@ -51,7 +51,7 @@ def test_rendering_needs_every_placeholder_and_leaves_json_braces_alone():
 def test_data_blocks_cannot_be_closed_by_the_data(evil):
     import json
 
-    from cortex_agents.memory.match import Match
+    from cortex_agents.memory import Match
     from cortex_agents.stages._llm import render_inputs, render_matches_block
 
     inputs = render_inputs({"analyst-a": {"finding": evil}, evil: 1})

@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cortex_agents.memory.engine import _clamp
-from cortex_agents.memory.radix import pair_order
+from cortex_agents.memory._engine import _clamp
+from cortex_agents.memory._radix import pair_order
 
 _SPREADS = st.sampled_from([1, 3, 2**16, 2**40, 2**61, 2**62])
 

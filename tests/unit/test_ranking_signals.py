@@ -16,7 +16,7 @@ from cortex_agents.memory import (
     Weights,
     query_vectorised,
 )
-from cortex_agents.memory.entities import name_of, named, names_in
+from cortex_agents.memory._entities import name_of, named, names_in
 from cortex_agents.reference import query_reference
 from tests.embedding_support import HashEmbedder
 from tests.helpers import node, snapshot

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from cortex_agents.errors import CycleError
-from cortex_agents.memory.influence import canonical_order
+from cortex_agents.memory import canonical_order
 from cortex_agents.rewrite import DIMENSIONS, RewritePolicy
 from cortex_agents.substrate import GraphState
 from tests.rewrite_support import graph, session

@@ -388,7 +388,7 @@ LENT_BODIES = ["dose effect", "placebo risk", "cohort bias", "dose effect", "tri
 
 
 def test_an_index_lends_its_rows_so_the_cache_keeps_no_copy_of_them():
-    from cortex_agents.memory.extract import default_extractor
+    from cortex_agents.memory import default_extractor
 
     cache = InMemoryEmbeddingCache()
     scorer = EmbeddingScorer(HashEmbedder(), cache=cache)
@@ -402,7 +402,7 @@ def test_an_index_lends_its_rows_so_the_cache_keeps_no_copy_of_them():
 
 
 def test_a_second_index_embeds_nothing_while_the_first_lives_and_again_once_it_is_gone():
-    from cortex_agents.memory.extract import default_extractor
+    from cortex_agents.memory import default_extractor
 
     embedder = HashEmbedder()
     scorer = EmbeddingScorer(embedder)

@@ -14,7 +14,7 @@ from cortex_agents.memory import (
     Weights,
     declared_preset,
 )
-from cortex_agents.memory.presets import EVIDENCE_ONLY
+from cortex_agents.memory._presets import EVIDENCE_ONLY
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from cortex_agents.persistence.store import encode_event
+from cortex_agents.persistence._store import encode_event
 from cortex_agents.substrate import event_from_dict, event_to_dict
 from cortex_agents.tools._journal import (
     MAX_CONTENT_CHARS,

@@ -1,0 +1,246 @@
+"""The memory handle: a stage's bound, memoised view of its snapshot.
+
+Also the seam a tool reads memory through: :class:`HasMemory` is any context
+that carries a handle (a stage's ``StageContext``, or a hand-built one), and
+:meth:`MemoryHandle.rank_request` answers a caller's request — a tool call's
+arguments, every one optional — in one call, resolved against the stage's
+declared strategy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from cortex_agents.errors import InvalidArgument
+from cortex_agents.memory._engine import QueryMemo, rank_vectorised
+from cortex_agents.memory._match import Match, Ranking
+from cortex_agents.memory._presets import BUILTIN_PRESETS, PresetRegistry
+from cortex_agents.memory._snapshot import MemorySnapshot
+from cortex_agents.memory._spec import Direction, Query, Scope, WalkSpec
+from cortex_agents.memory._strategy import Classic, MemoryStrategy, Topological, declared_preset
+
+__all__ = ["HasMemory", "MemoryHandle", "RankedRequest"]
+
+
+@runtime_checkable
+class HasMemory(Protocol):
+    """A context that carries a stage's memory handle, as ``memory``.
+
+    A stage's :class:`~cortex_agents.runtime.StageContext` is one; so is any
+    object with a ``memory`` attribute (a test's or a script's own context).
+    Runtime-checkable: ``isinstance(context, HasMemory)`` asks only whether
+    ``context`` has a ``memory`` attribute, as a tool checks its
+    ``ToolRuntime.context``.
+    """
+
+    @property
+    def memory(self) -> MemoryHandle:
+        """The handle over the snapshot bound at stage entry."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RankedRequest:
+    """A request ranked by :meth:`MemoryHandle.rank_request`, and what it resolved to.
+
+    Attributes:
+        ranking: The first ``spec.limit`` matches and the number of candidates.
+        spec: The walk spec that ran (the preset's, the stage's opt-in passes, the request's
+            overrides).
+        preset: The preset the request ran (its own, else the stage's declared one).
+        projection: The stage's declared projection, if any (each match carries it).
+        resolved: Every resolved argument, in a fixed order, enough to recompute the
+            ranking from the snapshot: ``preset``, ``direction``, ``scope``,
+            ``routing_key``, ``query_text``, ``max_graph_distance``, ``limit``,
+            ``scorer``, ``projection``, the caller's ``extra`` entries, then
+            ``second_pass`` and ``diversity`` / ``mmr_lambda`` only when the
+            stage opts in (so results without them keep their keys).
+    """
+
+    ranking: Ranking
+    spec: WalkSpec
+    preset: str
+    projection: str | None
+    resolved: dict[str, Any]
+
+
+class MemoryHandle:
+    """One snapshot, bound once, queried many times.
+
+    The handle memoises walks per ``(origin, direction)`` and influence maps
+    per ``(origin, direction, alpha)``, so a tool loop that queries memory
+    repeatedly in one stage computes each map once.
+
+    Args:
+        snapshot: The snapshot bound at stage entry.
+        origin: The stage's node id, used when a query names no origin.
+        presets: The preset registry the stage's strategy and tools resolve in.
+        strategy: The stage's declared memory strategy.
+    """
+
+    __slots__ = ("_memo", "origin", "presets", "snapshot", "strategy")
+
+    def __init__(
+        self,
+        snapshot: MemorySnapshot,
+        origin: str | None = None,
+        *,
+        presets: PresetRegistry = BUILTIN_PRESETS,
+        strategy: MemoryStrategy | None = None,
+    ) -> None:
+        self.snapshot = snapshot
+        self.origin = origin
+        self.presets = presets
+        self.strategy: MemoryStrategy = strategy if strategy is not None else Classic()
+        self._memo = QueryMemo()
+
+    def query(
+        self, spec: WalkSpec | None = None, query: Query | None = None, *, origin: str | None = None
+    ) -> tuple[Match, ...]:
+        """Rank memory from ``origin`` (default: the handle's origin).
+
+        Raises:
+            InvalidArgument: neither the call nor the handle names an origin.
+            UnknownNode: the origin is not in the snapshot.
+            CycleError: the snapshot's topology has a cycle.
+        """
+        return self.rank(spec, query, origin=origin).matches
+
+    def rank(
+        self, spec: WalkSpec | None = None, query: Query | None = None, *, origin: str | None = None
+    ) -> Ranking:
+        """:meth:`query`, with the number of candidates before the limit (``Ranking.total``).
+
+        Raises:
+            InvalidArgument: neither the call nor the handle names an origin.
+            UnknownNode: the origin is not in the snapshot.
+            CycleError: the snapshot's topology has a cycle.
+        """
+        start = origin if origin is not None else self.origin
+        if start is None:
+            raise InvalidArgument("origin", "is required when the handle has none", None)
+        return rank_vectorised(self.snapshot, start, spec, query, memo=self._memo)
+
+    def recall(self, text: str | None = None) -> tuple[Match, ...]:
+        """The stage's own query, as its declared strategy resolves it.
+
+        Args:
+            text: What the stage is about (a reviewer's focus), for the semantic axis.
+
+        Classic stages recall nothing: they see their direct inputs only.
+        """
+        if not isinstance(self.strategy, Topological):
+            return ()
+        spec, query = self.strategy.resolve(self.presets, text=text)
+        return self.query(spec, query)
+
+    def query_for(
+        self, preset: str, *, text: str | None = None, routing_key: str | None = None
+    ) -> Query:
+        """The :class:`Query` a tool call naming ``preset`` runs in this stage.
+
+        The preset gives the scorer and kind filters; a topological stage that
+        declares ``scorer`` overrides the preset's for every call, and one that
+        declares ``projection`` reads every output through it; the call gives
+        ``text`` and ``routing_key``.
+
+        Raises:
+            UnknownPreset: no such preset.
+            UnknownScorer, ScorerUnavailable: the scorer is not registered or cannot load.
+            UnknownProjection: the declared projection is not registered.
+        """
+        declared = self.strategy if isinstance(self.strategy, Topological) else None
+        return self.presets.query(
+            preset,
+            text=text,
+            routing_key=routing_key,
+            scorer=declared.scorer if declared else None,
+            projection=declared.projection if declared else None,
+        )
+
+    def rank_request(
+        self,
+        *,
+        max_limit: int,
+        preset: str | None = None,
+        direction: Direction | None = None,
+        routing_key: str | None = None,
+        query_text: str | None = None,
+        max_graph_distance: int | None = None,
+        limit: int | None = None,
+        scope: Scope = "settled_only",
+        extra: Mapping[str, Any] | None = None,
+    ) -> RankedRequest:
+        """Resolve a request against this stage's strategy, rank it, and say what it resolved to.
+
+        What a tool call runs, in one call: the request's preset, else the
+        stage's declared one (``default`` for a classic stage); that preset's
+        walk spec with the stage's declared second pass and diversity switched
+        on; the request's ``direction``, ``scope``, ``max_graph_distance`` and
+        ``limit`` over it (the limit: the request's, else the preset's, else
+        ``max_limit``, never more than ``max_limit``); the query of
+        :meth:`query_for` (the stage's declared scorer and projection win over
+        the preset's). A routing key is never inherited from the stage, so a
+        caller can broaden the filter.
+
+        Args:
+            max_limit: The most matches one request materialises.
+            preset: The preset to run; ``None``: the stage's declared one.
+            direction: Overrides the preset's direction.
+            routing_key: Keep only matches with this routing key (never the stage's).
+            query_text: Words to match against each match's text.
+            max_graph_distance: Overrides the preset's ``max_distance``.
+            limit: Overrides the preset's limit (still at most ``max_limit``).
+            scope: ``settled_only``, or ``debug_all_statuses`` for developers.
+            extra: Entries the caller records with the resolved arguments (a
+                tool's token budget), placed after ``projection``.
+
+        Raises:
+            UnknownPreset: no such preset.
+            InvalidArgument: an override breaks a rule of :class:`WalkSpec`.
+            UnknownScorer, ScorerUnavailable: the scorer is not registered or cannot load.
+            UnknownProjection: the declared projection is not registered.
+            UnknownNode: the handle's origin is not in the snapshot.
+        """
+        name = preset or declared_preset(self.strategy)
+        declared = self.strategy if isinstance(self.strategy, Topological) else None
+        spec = self.presets.spec(name)
+        spec = declared.passes(spec) if declared else spec  # its second pass, when it opts in
+        overrides: dict[str, Any] = {
+            "direction": direction,
+            "scope": scope,
+            "max_distance": max_graph_distance,
+            "limit": min(limit or spec.limit or max_limit, max_limit),
+        }
+        spec = dataclasses.replace(spec, **{k: v for k, v in overrides.items() if v is not None})
+        query = self.query_for(name, text=query_text, routing_key=routing_key)
+        ranking = self.rank(spec, query)
+        projection = declared.projection if declared else None
+        resolved: dict[str, Any] = {
+            "preset": name,
+            "direction": spec.direction,
+            "scope": spec.scope,
+            "routing_key": routing_key,
+            "query_text": query_text,
+            "max_graph_distance": spec.max_distance,
+            "limit": spec.limit,
+            "scorer": (declared.scorer if declared else None) or self.presets.resolve(name).scorer,
+            "projection": projection,
+            **(extra or {}),
+        }
+        if declared and declared.second_pass is not None:  # only then: older results unchanged
+            resolved["second_pass"] = declared.second_pass
+        if declared and declared.diversity is not None:  # likewise
+            resolved["diversity"] = declared.diversity
+            resolved["mmr_lambda"] = spec.mmr_lambda
+        return RankedRequest(
+            ranking=ranking, spec=spec, preset=name, projection=projection, resolved=resolved
+        )
+
+    @property
+    def influence_computations(self) -> int:
+        """How many influence maps this handle has computed (not served from memo)."""
+        return self._memo.influence_computations
