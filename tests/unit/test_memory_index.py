@@ -40,6 +40,7 @@ from cortex_agents.substrate import (
     SubstrateLog,
     fold,
 )
+from cortex_agents.substrate._branch import DERIVED
 from tests.embedding_support import HashEmbedder
 from tests.helpers import T0
 from tests.substrate_support import next_event, random_run
@@ -115,7 +116,7 @@ def assert_view_exact(log: SubstrateLog, *, queries: int = 2, rng: random.Random
     captured = T0 + timedelta(hours=2)
     incremental = MemorySnapshot.from_log(log, captured)
     rebuilt = MemorySnapshot.from_state(fold(list(log)), captured)
-    assert incremental.index.index is log.branch._derived[MEMORY_INDEX]
+    assert incremental.index.index is log.branch.budget.peek(DERIVED, MEMORY_INDEX)
     assert incremental.index.index is not rebuilt.index.index
     assert describe(incremental) == describe(rebuilt)
     if not incremental.nodes:
@@ -159,7 +160,7 @@ def test_views_taken_at_many_points_of_one_long_run_stay_exact():
     log.derived(MEMORY_INDEX, MemoryIndex)  # the index takes in the whole run first ...
     for length in sorted(rng.sample(range(len(events) + 1), 25)):  # ... then older views
         assert_view_exact(log.prefix(length), queries=3, rng=rng)
-    assert log.branch._derived[MEMORY_INDEX].length == len(events)
+    assert log.branch.budget.peek(DERIVED, MEMORY_INDEX).length == len(events)
 
 
 def assert_views_equal(live: SubstrateLog, restarted: SubstrateLog, rng: random.Random) -> None:
@@ -316,7 +317,7 @@ def test_a_fork_carries_the_index_as_of_its_fork_point_and_stays_exact(where):
     events = random_run(rng, 400)
     log = SubstrateLog(events)
     assert_view_exact(log, queries=4, rng=rng)  # the index, its fields and vectors, all built
-    parent = log.branch._derived[MEMORY_INDEX]
+    parent = log.branch.budget.peek(DERIVED, MEMORY_INDEX)
     n = len(events)
     cuts = rng.sample(range(1, n), 12) if where == "anywhere" else range(n - 12, n)
     for cut in sorted(cuts):
@@ -327,7 +328,7 @@ def test_a_fork_carries_the_index_as_of_its_fork_point_and_stays_exact(where):
             batch.append(event)
         fork = log.prefix(cut).appended(batch)
         assert fork.branch is not log.branch
-        carried = fork.branch._derived[MEMORY_INDEX]
+        carried = fork.branch.budget.peek(DERIVED, MEMORY_INDEX)
         assert carried is not parent and carried.length == cut  # copied, not re-read
         assert_view_exact(fork, queries=3, rng=rng)
         assert_view_exact(fork.prefix(cut), queries=2, rng=rng)
@@ -452,7 +453,9 @@ def test_readers_of_older_views_stay_exact_while_the_branch_grows_in_another_thr
     finally:
         sys.setswitchinterval(interval)
     assert errors == []
-    assert grown.branch is log.branch and log.branch._derived[MEMORY_INDEX].length == len(events)
+    assert grown.branch is log.branch and log.branch.budget.peek(
+        DERIVED, MEMORY_INDEX
+    ).length == len(events)
 
 
 def test_the_default_in_memory_embedding_cache_is_bounded_now_that_the_index_keeps_vectors():
@@ -483,7 +486,7 @@ def test_nodes_with_the_same_body_share_one_vector_row_and_rank_as_the_reference
     spec = WalkSpec(weights=Weights(graph=0.5, temporal=0, semantic=1))
     query = Query(text="dose risk", scorer=scorer)
     got = query_vectorised(snapshot, "n59", spec, query)
-    fields = log.branch._derived[MEMORY_INDEX].fields_index(default_extractor)
+    fields = log.branch.budget.peek(DERIVED, MEMORY_INDEX).fields_index(default_extractor)
     held = fields._vectors[scorer.scorer_id]
     assert held.done == 3  # three distinct non-empty bodies: a row each, not one per node
     assert len(held.rows.data) < 60
