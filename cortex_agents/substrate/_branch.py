@@ -149,7 +149,17 @@ class Branch:
             the budget's own lock may be taken while holding it, never the reverse.
     """
 
-    __slots__ = ("_digests", "_latest", "_source", "budget", "events", "lock", "sealed")
+    # ``__weakref__``: what holds a branch alive can be checked (a saver holds none)
+    __slots__ = (
+        "__weakref__",
+        "_digests",
+        "_latest",
+        "_source",
+        "budget",
+        "events",
+        "lock",
+        "sealed",
+    )
 
     def __init__(self, events: Iterable[Event] = (), *, sealed: bool = False) -> None:
         self.events = EventList(events)
