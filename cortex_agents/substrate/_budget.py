@@ -44,7 +44,7 @@ class DerivedBudget:
         InvalidArgument: ``capacity`` or a limit is below 1.
     """
 
-    __slots__ = ("_capacity", "_counts", "_entries", "_limits", "_lock", "_weight")
+    __slots__ = ("_capacity", "_entries", "_kinds", "_limits", "_lock", "_weight")
 
     def __init__(self, capacity: int, *, limits: Mapping[str, int] | None = None) -> None:
         if capacity < 1:
@@ -57,7 +57,8 @@ class DerivedBudget:
         # (kind, key) -> (value, weight), least recently used first
         self._entries: OrderedDict[tuple[str, Hashable], tuple[Any, int]] = OrderedDict()
         self._weight = 0
-        self._counts: dict[str, int] = {}  # entries per kind
+        # each kind's keys in the same order, so a kind's oldest is found without a scan
+        self._kinds: dict[str, OrderedDict[Hashable, None]] = {}
         self._lock = threading.Lock()
 
     @property
@@ -72,6 +73,7 @@ class DerivedBudget:
             if entry is None:
                 return None
             self._entries.move_to_end((kind, key))
+            self._kinds[kind].move_to_end(key)
             return entry[0]
 
     def peek(self, kind: str, key: Hashable) -> Any | None:
@@ -99,46 +101,47 @@ class DerivedBudget:
             entry = self._entries.get((kind, key))
             if entry is not None:
                 self._entries.move_to_end((kind, key))
+                self._kinds[kind].move_to_end(key)
                 return entry[0]
             if weight > self._capacity:
                 return value
             self._entries[(kind, key)] = (value, weight)
             self._weight += weight
-            self._counts[kind] = self._counts.get(kind, 0) + 1
+            self._kinds.setdefault(kind, OrderedDict())[key] = None
             self._shed(kind)
             return value
 
     def _shed(self, kind: str) -> None:
         """Evict until ``kind`` is within its limit and the whole within capacity (lock held)."""
         limit = self._limits.get(kind)
-        if limit is not None and self._counts[kind] > limit:
-            oldest = next(k for k in self._entries if k[0] == kind)
-            self._drop(oldest)
+        mine = self._kinds[kind]
+        if limit is not None and len(mine) > limit:
+            self._drop((kind, next(iter(mine))))
         while self._weight > self._capacity:
             self._drop(next(iter(self._entries)))
 
     def _drop(self, entry: tuple[str, Hashable]) -> None:
         """Remove one entry, keeping the totals (lock held)."""
         self._weight -= self._entries.pop(entry)[1]
-        self._counts[entry[0]] -= 1
+        del self._kinds[entry[0]][entry[1]]
 
     def evict(self, kind: str) -> int:
         """Drop every entry of ``kind`` (e.g. after a rollback); return how many were dropped."""
         with self._lock:
-            gone = [k for k in self._entries if k[0] == kind]
-            for k in gone:
-                self._drop(k)
+            gone = list(self._kinds.get(kind, ()))
+            for key in gone:
+                self._drop((kind, key))
             return len(gone)
 
     def keys(self, kind: str) -> tuple[Hashable, ...]:
         """The keys ``kind`` holds, least recently used first."""
         with self._lock:
-            return tuple(key for k, key in self._entries if k == kind)
+            return tuple(self._kinds.get(kind, ()))
 
     def items(self, kind: str) -> tuple[tuple[Hashable, Any], ...]:
         """``(key, value)`` of every entry of ``kind``, least recently used first (order unchanged)."""
         with self._lock:
-            return tuple((k[1], v[0]) for k, v in self._entries.items() if k[0] == kind)
+            return tuple((key, self._entries[(kind, key)][0]) for key in self._kinds.get(kind, ()))
 
     def sizes(self) -> dict[str, int]:
         """The weight each kind holds (every limited kind listed, ``0`` when empty)."""
