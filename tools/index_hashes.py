@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     index = MemoryIndex()
     start = time.process_time()
     with paused_gc():
-        index._take(events)
+        index._take(events, snapshot)  # as the state: `_take` reads its records' outputs
     index.length = len(events)
     fields_index(index, default_extractor)
     taken = time.process_time() - start
