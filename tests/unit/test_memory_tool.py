@@ -23,7 +23,7 @@ from cortex_agents.memory import (
 from cortex_agents.snapshotfile import load_snapshot
 from cortex_agents.tools._memory_query import make_memory_query_tool, render_matches
 from cortex_agents.tools._tokens import count_tokens
-from tests.helpers import call_memory_tool
+from tests.support.helpers import call_memory_tool
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "claim_review.json"
 ARGS = ["preset", "direction", "routing_key", "query_text", "max_graph_distance", "limit"]
@@ -265,7 +265,7 @@ def test_a_call_without_a_limit_materialises_at_most_the_cap_and_says_how_many_e
     from cortex_agents.memory import MemorySnapshot
     from cortex_agents.substrate import EdgeAdded, NodeScheduled, StageCompleted, StageStarted, fold
     from cortex_agents.tools import MAX_RESULTS
-    from tests.helpers import T0
+    from tests.support.helpers import T0
 
     events = []
     for i in range(120):
