@@ -14,7 +14,7 @@ import numpy as np
 from cortex_agents.memory import ExtractedFields, MemorySnapshot
 from cortex_agents.memory._fields import fields_of
 from cortex_agents.substrate import NodeScheduled, StageCompleted, StageStarted, SubstrateLog
-from tests.helpers import T0, snapshot
+from tests.support.helpers import T0, snapshot
 
 
 class Colliding(str):

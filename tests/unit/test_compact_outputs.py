@@ -22,7 +22,7 @@ from cortex_agents.substrate import (
 )
 from cortex_agents.substrate._compact import MAX_PACKED_DEPTH, hold, release
 from cortex_agents.substrate._events import MAX_DEPTH
-from tests.helpers import T0, at
+from tests.support.helpers import T0, at
 
 VALUES = settings(max_examples=300, deadline=None)
 

@@ -37,8 +37,8 @@ from cortex_agents.substrate import (
     SubstrateLog,
     fold,
 )
-from tests.helpers import T0
-from tests.substrate_support import next_event
+from tests.support.helpers import T0
+from tests.support.substrate import next_event
 
 
 @pytest.mark.parametrize(

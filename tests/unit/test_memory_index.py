@@ -41,9 +41,9 @@ from cortex_agents.substrate import (
     SubstrateLog,
     fold,
 )
-from tests.embedding_support import HashEmbedder
-from tests.helpers import T0
-from tests.substrate_support import next_event, random_run
+from tests.support.embedding import HashEmbedder
+from tests.support.helpers import T0
+from tests.support.substrate import next_event, random_run
 
 SCORER = EmbeddingScorer(HashEmbedder())
 SPECS = [
@@ -302,7 +302,7 @@ def test_an_index_whose_state_disagrees_with_it_fails_loudly():
 
 def test_a_hand_built_snapshot_with_a_cycle_is_refused_for_every_query():
     from cortex_agents.errors import CycleError
-    from tests.helpers import node
+    from tests.support.helpers import node
 
     snap = MemorySnapshot.of([node("a"), node("b"), node("c")], [("a", "b"), ("b", "a")], T0)
     with pytest.raises(CycleError):

@@ -32,8 +32,8 @@ from cortex_agents.memory import (
 from cortex_agents.memory._fields import fields_of
 from cortex_agents.reference import query_reference
 from cortex_agents.runtime import WireBuilder, load_wire
-from tests.embedding_support import HashEmbedder
-from tests.helpers import node, snapshot
+from tests.support.embedding import HashEmbedder
+from tests.support.helpers import node, snapshot
 
 SEMANTIC_ONLY = WalkSpec(weights=Weights(graph=0, temporal=0, semantic=1))
 
@@ -305,7 +305,7 @@ def test_toml_wire_registers_scorers_and_selects_them(tmp_path):
         """
 name = "w"
 [kinds]
-step = "tests.embedding_support:noop_stage"
+step = "tests.support.embedding:noop_stage"
 [scorers.half]
 load = "scorers_here.py:make"
 [scorers.mixed]
@@ -336,7 +336,7 @@ def test_toml_wire_with_an_unloadable_scorer_is_invalid_at_load(tmp_path):
     (tmp_path / "wire.yaml").write_text(
         """
 name: w
-kinds: {step: "tests.embedding_support:noop_stage"}
+kinds: {step: "tests.support.embedding:noop_stage"}
 scorers:
   ghost: {load: "no_such_package_xyz:make", install: "pip install ghost"}
 presets:
