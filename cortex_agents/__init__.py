@@ -16,8 +16,10 @@ files) nor LangGraph, LangChain and tiktoken (the agent-facing factories).
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+# Eager: errors.py imports only the standard library, so the tree costs nothing to load.
 from cortex_agents.errors import CortexError, InvalidArgument
 
+# For type checkers and editors only: at run time the names come from __getattr__.
 if TYPE_CHECKING:
     from cortex_agents.memory import (
         BUILTIN_PRESETS,
@@ -93,6 +95,7 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module 'cortex_agents' has no attribute {name!r}")
     value = getattr(import_module(module), name)
+    # Cached in the module's namespace: the next access finds it and skips __getattr__.
     globals()[name] = value
     return value
 

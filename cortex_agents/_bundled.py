@@ -25,6 +25,8 @@ def bundled_path(folder: str, name: str = "") -> Path:
     """
     if folder not in _FOLDERS:
         raise InvalidArgument("folder", f"must be one of {_FOLDERS}", folder)
+    # The package's own copies first: installed, the package's parent is
+    # site-packages, where a folder named `prompts` or `graphs` may be anyone's.
     for root in (_PACKAGE / "_bundled" / folder, _PACKAGE.parent / folder):
         if root.is_dir():
             path = root / name if name else root

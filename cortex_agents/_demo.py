@@ -146,6 +146,8 @@ class Scenario:
 
 def _parsed(output: Any) -> bool:
     value = output.get("value") if isinstance(output, dict) else None
+    # Only an explicit `parsed: False` counts: outputs of stages that ask for no
+    # JSON (and so carry no flag) are not misses.
     return not isinstance(value, dict) or value.get("parsed", True) is not False
 
 
@@ -301,6 +303,8 @@ class RecordedModel:
             seed=self.seed,
             max_tokens=self.max_tokens,
             max_tokens_field=self.max_tokens_field,
+            # A retry would send a request the cassette does not hold (replay) or record
+            # it twice (recording): one request, one exchange.
             max_retries=0,
             frequency_penalty=self.frequency_penalty,
         )
@@ -337,6 +341,8 @@ def _settings(scenario: Scenario, settings: RecordedModel) -> RecordedModel:
     return dataclasses.replace(
         settings,
         max_tokens=scenario.max_tokens,
+        # RecordedModel refuses a forced-turn cap above max_tokens, and the scenario's
+        # cap would cut such a turn first anyway.
         tool_turn_max_tokens=cap if cap is not None and cap < scenario.max_tokens else None,
     )
 
@@ -370,6 +376,7 @@ def run_recorded(
     folder = folder or bundled_path("cassettes")
     settings = recorded_model(scenario, folder)
     with replay(folder / f"{scenario.name}.yaml"):
+        # Any key replays: the cassettes filter the auth header out of what they match on.
         return _runtime(scenario, saver, settings, "sk-replay").run(
             thread or scenario.thread, scenario.input, on_progress=on_progress
         )
@@ -389,6 +396,7 @@ def recorded_result(
     settings = recorded_model(scenario, folder)
     result = _runtime(scenario, saver, settings, "sk-replay").result(thread)
     declared = {s.id for s in scenario.load_wire().stages}
+    # A subset, not equality: admitted rewrites add nodes the wire does not declare.
     if not declared <= set(result.state.nodes):
         raise InvalidArgument(
             "thread",
@@ -421,6 +429,8 @@ def record_scenario(
     meta = {
         "scenario": asdict(scenario),
         "model": asdict(settings),
+        # The wall clock only reaches this metadata file, never a prompt: request
+        # bodies stay byte-identical between recording and replay.
         "recorded_at": format_timestamp(datetime.now().astimezone()),
         "stages": {n.id: n.status for n in result.state.nodes.values()},
     }

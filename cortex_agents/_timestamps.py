@@ -17,6 +17,8 @@ __all__ = ["EPOCH", "format_timestamp", "parse_timestamp", "require_aware", "to_
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
+# re.ASCII: otherwise `\d` also matches other scripts' digits (e.g. '٢'),
+# which the shape check is there to refuse.
 _ISO: Final = re.compile(
     r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?(?:Z|[+-]\d{2}:\d{2})", re.ASCII
 )
@@ -42,6 +44,8 @@ def require_aware(value: datetime, field: str) -> datetime:
 
 def to_micros(value: datetime) -> int:
     """Whole microseconds since the Unix epoch, computed exactly."""
+    # timedelta // timedelta is exact integer arithmetic; `value.timestamp() * 1e6`
+    # would go through a float and can be off by one microsecond.
     return (value - EPOCH) // _MICROSECOND
 
 
@@ -57,7 +61,10 @@ def parse_timestamp(text: str, field: str = "timestamp") -> datetime:
     """
     if not isinstance(text, str):
         raise InvalidArgument(field, "must be an ISO 8601 string", text)
+    # 40 characters is more than the longest valid shape (32); the bound keeps a
+    # huge string out of the regex and out of the error message.
     if len(text) > 40 or not _ISO.fullmatch(text):
+        # Valid but for the timezone: the most common mistake gets its own message.
         if len(text) <= 40 and _ISO.fullmatch(text + "Z"):
             raise InvalidArgument(field, "must carry a timezone ('Z' or '+HH:MM')", text)
         raise InvalidArgument(field, _SHAPE, text if len(text) <= 40 else text[:40] + "...")
@@ -86,4 +93,5 @@ def format_timestamp(value: datetime) -> str:
         else require_aware(value, "timestamp")
     )
     spec = "microseconds" if utc.microsecond else "seconds"
+    # Naive then "Z": isoformat of an aware UTC time would write "+00:00".
     return utc.replace(tzinfo=None).isoformat(timespec=spec) + "Z"

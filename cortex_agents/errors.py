@@ -241,6 +241,7 @@ class UnknownThread(UnknownNode):
     code = "unknown_thread"
 
     def __init__(self, thread_id: str, checkpoint_id: str | None = None) -> None:
+        # UnknownNode sets `node_id`; its message is then replaced so it says thread.
         UnknownNode.__init__(self, thread_id)
         self.thread_id = thread_id
         self.checkpoint_id = checkpoint_id
@@ -467,6 +468,7 @@ class StorageError(CortexError, RuntimeError):
     """
 
     def __init__(self, code: str, message: str) -> None:
+        # Per instance, shadowing the class's `code`: one class for many storage failures.
         self.code = code
         super().__init__(message)
 

@@ -86,6 +86,8 @@ async def checkpointer() -> AsyncIterator[CortexSaver]:
     """
     db = served_database()
     if not is_postgres_url(db):
+        # SQLite creates the file but not its folder, and the default's folder,
+        # .langgraph_api/, may not exist yet in a fresh working directory.
         Path(db).parent.mkdir(parents=True, exist_ok=True)
     async with aopen_saver(db) as saver:
         yield saver
@@ -107,6 +109,7 @@ class _StoredFrontiers:
             return saver.substrate(config)
 
 
+# Stateless (it opens a saver per read), so one instance serves every graph and run.
 _FRONTIERS = _StoredFrontiers()
 
 

@@ -80,6 +80,7 @@ from cortex_agents.memory import (
     token_jaccard,
     tokenize,
 )
+from cortex_agents.memory._fields import fields_of
 from cortex_agents.memory._scoring import MICROS_PER_SECOND
 from cortex_agents.substrate import NodeRecord
 
@@ -225,7 +226,7 @@ def run(n: int, seed: int, origins: int, repeats: int, baseline_repeats: int) ->
     snapshot, reviewers = workflow_dag(n, seed)
     start = time.perf_counter()
     index = snapshot.index
-    fields = index.fields(default_extractor)  # body fields: read once per index
+    fields = fields_of(index, default_extractor)  # body fields: read once per index
     index_build_ms = (time.perf_counter() - start) * 1e3
     start = time.perf_counter()
     with index.index.lock:  # what the first token-Jaccard query adds: its postings, once
@@ -305,13 +306,13 @@ def run_scorer(n: int, seed: int, name: str, queries: int) -> dict[str, Any]:
     scorer = BUILTIN_PRESETS.scorers.load(name)
     parts = [p for p, _ in getattr(scorer, "parts", ((scorer, 1.0),))]
     vector_parts = [p for p in parts if hasattr(p, "document_matrix")]
-    fields = snapshot.index.fields(default_extractor)
+    fields = fields_of(snapshot.index, default_extractor)
     t = time.perf_counter()
     for part in vector_parts:
         fields.vectors(part)
     embed_bodies_ms = (time.perf_counter() - t) * 1e3
     again, _ = workflow_dag(n, seed)  # another snapshot of the same nodes, made by hand
-    again_fields = again.index.fields(default_extractor)
+    again_fields = fields_of(again.index, default_extractor)
     t = time.perf_counter()
     for part in vector_parts:
         again_fields.vectors(part)

@@ -2,7 +2,7 @@
 """Hash every column of the memory index and its default fields, to compare two versions of the code.
 
 Builds the index of ``tools/bench_memory.py``'s workflow DAG twice — from the
-snapshot made by hand (``MemoryIndex.of_snapshot``) and from the same graph as
+snapshot made by hand (``MemoryIndex.of_records``) and from the same graph as
 one batch of events (what a branch read back after a restart takes in) — and
 prints one short SHA-256 per column, list and field (the token postings
 included), and whether equal bodies share one string. Run it on two
@@ -33,6 +33,7 @@ import bench_memory
 
 from cortex_agents.memory import MemorySnapshot, default_extractor
 from cortex_agents.memory._bulk import paused_gc
+from cortex_agents.memory._fields import fields_index, fields_of
 from cortex_agents.memory._index import MemoryIndex
 from cortex_agents.substrate import EdgeAdded, Event, NodeScheduled, StageCompleted, StageStarted
 
@@ -77,7 +78,7 @@ def describe(index: MemoryIndex) -> dict[str, Any]:
     found["outputs"] = digest(index.outputs)
     found["out"] = digest(edge_lists(index, "out"))
     found["inc"] = digest(edge_lists(index, "in"))
-    fields = index.fields_index(default_extractor)
+    fields = fields_index(index, default_extractor)
     with index.lock:
         fields.token_postings(index)
     for name in _FIELD_LISTS:
@@ -120,16 +121,16 @@ def main(argv: list[str] | None = None) -> int:
     snapshot, _ = bench_memory.workflow_dag(args.nodes, args.seed)
     start = time.process_time()
     view = snapshot.index
-    view.fields(default_extractor)
+    fields_of(view, default_extractor)
     built = time.process_time() - start
     from_snapshot = describe(view.index)
     events = as_events(snapshot)
     index = MemoryIndex()
     start = time.process_time()
     with paused_gc():
-        index._take(events)
+        index._take(events, snapshot)  # as the state: `_take` reads its records' outputs
     index.length = len(events)
-    index.fields_index(default_extractor)
+    fields_index(index, default_extractor)
     taken = time.process_time() - start
     from_events = describe(index)
     print(

@@ -280,7 +280,7 @@ def _r1_round(
 def _writer(database: str, steps: int) -> None:
     """Add ``steps`` steps to the shared thread, holding its writer lock (a child process)."""
     from cortex_agents.persistence import open_saver
-    from tests.graphs import chain_graph
+    from tests.support.graphs import chain_graph
 
     with open_saver(database) as saver:
         graph = chain_graph().compile(checkpointer=saver)
@@ -292,7 +292,7 @@ def _writer(database: str, steps: int) -> None:
 def _writers(database: str, mode: Mode, timeout: float, *, fresh: bool) -> tuple[int, int]:
     """Start the writers at once; ``(lost updates, writers that hung or failed)``."""
     from cortex_agents.persistence import open_saver
-    from tests.graphs import chain_graph, expected_log
+    from tests.support.graphs import chain_graph, expected_log
 
     spawn = multiprocessing.get_context("spawn")
     before = 0
@@ -351,7 +351,7 @@ def _conformance(kind: str, backend: str, workdir: Path) -> str:
     from langgraph.checkpoint.conformance import checkpointer_test, validate
 
     from cortex_agents.persistence import aopen_saver, memory_saver, open_saver
-    from tests.conformance_support import sync_driven
+    from tests.support.conformance import sync_driven
 
     @checkpointer_test(name=f"CortexSaver[{backend}]/{kind}")
     async def factory():

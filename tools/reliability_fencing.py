@@ -76,7 +76,7 @@ def _began(log: Path, writer: str) -> int:
 
 def _trial(db: str, stages: int, seconds: float, hold: int, release: int, log: Path) -> dict:
     from cortex_agents.persistence import open_saver
-    from tests.fencing_support import lose_lock
+    from tests.support.fencing import lose_lock
 
     env = {"FENCING_STAGES": str(stages), "FENCING_SECONDS": str(seconds)}
     first = _start(db, "A", log, env, hold_at=f"s{hold}")

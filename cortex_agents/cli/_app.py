@@ -108,6 +108,7 @@ class _LazyGroup(_Group):
     """A group that lists commands from :data:`COMMANDS` and imports one only to run it."""
 
     def list_commands(self, ctx: Context) -> list[str]:
+        # COMMANDS' order, not click's alphabetical one: help lists commands by job.
         return [*COMMANDS, *(n for n in super().list_commands(ctx) if n not in COMMANDS)]
 
     def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
@@ -123,6 +124,8 @@ class _LazyGroup(_Group):
         name = args[0] if args else None
         if name in COMMANDS:
             load_commands(name)
+            # The module just registered its command on the typer `app`, not on this
+            # click group (built before the import): rebuild the group to fetch it.
             self.commands[name] = typer.main.get_group(app).commands[name]
         return super().resolve_command(ctx, args)
 
@@ -160,6 +163,8 @@ def _options(
     """Graph memory for LangGraph agents."""
 
 
+# No highlighting (it would colour numbers inside ids), and soft wrap so a
+# long line is folded by the terminal, never broken with a newline a copy keeps.
 stdout = Console(highlight=False, soft_wrap=True)
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -170,6 +175,7 @@ def fail_cleanly() -> Iterator[None]:
     try:
         yield
     except CortexError as exc:
+        # markup=False: messages quote values like `['a']`, which rich would read as markup.
         stderr.print(f"error: {exc}", markup=False)
         raise typer.Exit(1) from None
 

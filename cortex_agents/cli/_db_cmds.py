@@ -59,6 +59,7 @@ def open_database(
     existing database must pass SQLite's quick integrity check and be a
     cortex-agents one, unless ``check_integrity=False`` / ``adopt=True``.
     """
+    # A Postgres URL may hold a password: errors name it only as "database".
     with driver_errors(f"database {db!r}" if not is_postgres_url(db) else "database"):
         if create:
             check_writable(db, adopt=adopt, check_integrity=check_integrity)
@@ -72,6 +73,7 @@ def _database_files(db: str) -> list[Path]:
     """A SQLite database's files (itself, its journal and lock sidecars)."""
     if is_postgres_url(db):
         return []
+    # SQLite's own sidecars, and the writer-lock file persistence keeps beside the database.
     return [Path(db + suffix) for suffix in ("", "-wal", "-shm", "-journal", ".cortex-locks")]
 
 
@@ -81,6 +83,8 @@ def new_files_removed_on_failure(db: str) -> Iterator[None]:
     existed = {path for path in _database_files(db) if path.exists()}
     try:
         yield
+    # BaseException: Ctrl-C or typer.Exit during an import must not leave a
+    # half-created database behind either.
     except BaseException:
         for path in _database_files(db):
             if path not in existed:

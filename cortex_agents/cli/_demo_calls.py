@@ -44,6 +44,7 @@ def display(value: Any, limit: int | None = None) -> str:
     if limit is None or len(text) <= limit:
         return text
     cut = text.rfind(" ", 0, limit)
+    # A word boundary only when it keeps at least two thirds of the room; else cut mid-word.
     cut = cut if cut > limit * 2 // 3 else limit
     return f"{text[:cut].rstrip()} … [+{len(text) - cut} chars]"
 

@@ -42,6 +42,7 @@ def _header(chosen: Scenario, db: str) -> None:
 
     width = stdout.width
     title = chain(f"{chosen.name}: {chosen.description}", width)
+    # The first line starts with the name however chain() wraps (no first-line indent).
     stdout.print(Text(title[0][: len(chosen.name)], style="bold") + title[0][len(chosen.name) :])
     print_lines(stdout, title[1:])
     print_lines(stdout, wrap([f"input: {json.dumps(chosen.input, ensure_ascii=False)}"], width))
@@ -129,6 +130,7 @@ def _replay_or_show(
     from cortex_agents.cli import _demo_view as view
 
     shown = recorded_result(chosen, saver, thread) if thread is not None else None
+    # An unfinished run on that thread is resumed by the replay below, not shown as is.
     if shown is not None and shown.complete:
         thread_id = str(thread)
         stdout.print(

@@ -296,6 +296,7 @@ def rewrite_history(described: Mapping[str, Any]) -> Group:
 
 def _last_reviewer(result: RunResult) -> str:
     reviewers = [n.id for n in result.state.nodes.values() if n.kind == "reviewer"]
+    # The last reviewer in scheduling order has seen the most of the run.
     return reviewers[-1] if reviewers else next(iter(result.state.nodes), "reviewer")
 
 

@@ -31,6 +31,7 @@ class Format(StrEnum):
 
 def default_output(thread: str, fmt: Format) -> Path:
     """``<thread>.<ext>`` in the current directory (characters unsafe in a file name become ``_``)."""
+    # Leading dots stripped: a thread named `.x` must not write a hidden file.
     stem = re.sub(r"[^A-Za-z0-9_.-]", "_", thread).lstrip(".") or "graph"
     return Path(f"{stem}.{fmt.value}")
 
@@ -59,8 +60,10 @@ def graph(
     """Draw a thread's graph: status per node, rewrite-added and retired nodes, rejected proposals."""
     with fail_cleanly():
         picture = _load(db, thread)
+    # Laid out once: every format draws the same node order.
     shape = layout(picture)
     if fmt is Format.mermaid and output is None:
+        # Plain print: rich would wrap long lines and read `[...]` in labels as markup.
         print(to_mermaid(picture, shape), end="")
         return
     target = output if output is not None else default_output(thread, fmt)

@@ -56,6 +56,7 @@ def parse_weights(text: str, base: Weights) -> Weights:
             value = float(raw)
         except ValueError:
             raise InvalidArgument("--weights", f"value of {axis!r} must be a number", raw) from None
+        # float() accepts "nan" and "inf", which would make every score NaN or infinite.
         if not math.isfinite(value):
             raise InvalidArgument("--weights", f"value of {axis!r} must be finite", raw)
         values[axis] = value
@@ -244,6 +245,7 @@ def _walk_spec(preset: str, weights: str | None, overrides: dict[str, Any]) -> W
     base = BUILTIN_PRESETS.spec(preset)
     if weights is not None:
         overrides["weights"] = parse_weights(weights, base.weights)
+    # None means the flag was not given: only given flags override the preset.
     return dataclasses.replace(base, **{k: v for k, v in overrides.items() if v is not None})
 
 
@@ -260,6 +262,7 @@ def _print_json(matches: tuple[Match, ...]) -> None:
         }
         for m in matches
     ]
+    # Plain print, not rich: rich would wrap long lines and read `[...]` as markup.
     print(json.dumps(rows, indent=2, ensure_ascii=False))
 
 

@@ -44,6 +44,8 @@ def wrap(
     glued = sep.join(u.replace(" ", _GLUE) for u in units)
     lines = textwrap.wrap(
         glued,
+        # textwrap refuses a width not wider than the indent; a tiny console still
+        # gets 8 characters a line.
         width=max(width, len(indent) + 8),
         initial_indent=first,
         subsequent_indent=indent,
@@ -54,6 +56,7 @@ def wrap(
         lines = textwrap.wrap(
             sep.join(units), width=width, initial_indent=first, subsequent_indent=indent
         )
+    # textwrap returns no line for empty text; the caller still prints one.
     return [line.replace(_GLUE, " ") for line in lines] or [first.rstrip()]
 
 
@@ -113,6 +116,7 @@ def command_lines(argv: Sequence[str], width: int, *, indent: str = "  ") -> lis
         if (
             units
             and units[-1].startswith("-")
+            # An option already joined with its value takes no second one.
             and " " not in units[-1]
             and not word.startswith("-")
         ):

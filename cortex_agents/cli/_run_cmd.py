@@ -63,6 +63,7 @@ def _check_input(runtime: Runtime, thread_id: str, run_input: Any) -> Any:
     if runtime.saver.get_tuple(thread_config(thread_id)) is None:
         return run_input
     if run_input is not None:
+        # Compared as parsed JSON, so `{"a":1}` and `{ "a": 1 }` are the same input.
         recorded = runtime.graph.get_state(runtime.config(thread_id)).values.get("input")
         if recorded != run_input:
             shown = json.dumps(recorded, ensure_ascii=False)
@@ -112,6 +113,7 @@ class _Printer:
         if isinstance(event, StageStarted):
             self.started[event.node_id] = time.monotonic()
         elif isinstance(event, StageCompleted):
+            # A stage that started before this process (a resumed run) has no start time here: 0.00s.
             took = time.monotonic() - self.started.get(event.node_id, time.monotonic())
             how = "replayed" if self.replayed else f"{took:.2f}s"
             stdout.print(f"[green]✓[/green] {event.node_id} [dim]({progress.node}, {how})[/dim]")
@@ -148,6 +150,8 @@ def run(
     An existing thread resumes with the input it started with: ``--input``
     may repeat that input, and a different one is refused.
     """
+    # Twelve hex digits (48 bits): short enough to retype from the output,
+    # and unlikely to meet another run's in one database.
     thread_id = thread or uuid.uuid4().hex[:12]
     with fail_cleanly():
         check_identifier(thread_id, "--thread")
@@ -180,6 +184,7 @@ def run(
             try:
                 result = runtime.run(thread_id, run_input, on_progress=_Printer())
             except RunFailed:
+                # The stages that did run are still worth a table before the error's message.
                 result = runtime.result(thread_id)
                 _summary(result.state.nodes.values())
                 raise
@@ -204,4 +209,5 @@ def _summary(nodes: Any) -> None:
             str(node.attempts),
             preview[:200],
         )
+    # A failed run's table goes to stderr, beside the error it explains.
     (stderr if any(n.status == "failed" for n in nodes) else stdout).print(table)

@@ -34,6 +34,7 @@ def _file(snapshot: str, as_json: bool) -> None:
     except InvalidSnapshot as exc:
         if as_json:
             print(json.dumps({"valid": False, "problems": [str(p) for p in exc.problems]}))
+            # JSON asked for: the verdict goes to stdout as JSON, not as fail_cleanly's text.
             raise typer.Exit(1) from None
         raise
     if as_json:
@@ -95,6 +96,7 @@ def validate(
     forensic import quarantined in it (dangling edges, cycles, orphans).
     """
     with fail_cleanly():
+        # With --thread the target can only be a database, so it is never read as a file.
         if thread is None and not _is_database(target):
             _file(target, as_json)
             return

@@ -56,6 +56,8 @@ def _check(i: int, item: Any) -> LoadedCase:
         if key not in item:
             raise InvalidArgument(f"{where}.{key}", "is required", None)
     try:
+        # Serialized again so the embedded snapshot meets the same parser, and the
+        # same rules, as a snapshot file on disk.
         document = parse_snapshot(json.dumps(item["snapshot"]))
     except InvalidSnapshot as exc:
         first = exc.problems[0] if exc.problems else None
@@ -83,6 +85,7 @@ def _check(i: int, item: Any) -> LoadedCase:
         document.to_memory_snapshot(),
         origin,
         query,
+        # Deduplicated in order: a repeated id would count twice in recall's denominator.
         tuple(dict.fromkeys(relevant)),
         str(item.get("family", "all")),
         str(item.get("name", where)),

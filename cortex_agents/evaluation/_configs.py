@@ -67,6 +67,8 @@ class Config:
 
 def shipped_reviewer_strategy() -> tuple[MemoryStrategy, PresetRegistry]:
     """The memory strategy and presets of the shipped claim-review wire's reviewer stage."""
+    # Imported here: `import cortex_agents.evaluation` then loads neither the runtime
+    # nor LangGraph until a configuration is built.
     from cortex_agents.runtime._wire_file import load_wire
 
     wire = load_wire("graphs/claim_review.py")
@@ -78,6 +80,8 @@ def _tool_ranker(strategy: MemoryStrategy, presets: PresetRegistry) -> Ranker:
 
     def rank(case: LoadedCase) -> list[str]:
         handle = MemoryHandle(case.snapshot, case.origin, presets=presets, strategy=strategy)
+        # The tool reads only `.memory` from its context, so a namespace stands in
+        # for a whole StageContext.
         _, artifact = run_memory_query(
             types.SimpleNamespace(memory=handle), MemoryQueryArgs(query_text=case.query)
         )

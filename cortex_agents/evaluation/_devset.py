@@ -180,6 +180,8 @@ def _round(
     start = graph.now
     ends = []
     for a in rng.sample(aspects, len(aspects)):  # analysts finish in a random order
+        # Analysts run side by side: each starts when the planner settled, and the
+        # merge waits for the slowest (max(ends) below).
         graph.now = start
         finding = _fill(a.earlier if stale else a.finding, subject, year)
         evidence = [_fill(e, subject, year) for e in a.evidence]
@@ -191,6 +193,7 @@ def _round(
         ends.append(graph.now)
         findings.append((refs[a.name], finding))
     graph.now = max(ends)
+    # By claim ref, so the merge's summary does not depend on the finish order.
     findings.sort()
     summary = " ".join(f.split(". ")[0].rstrip(".") + "." for _, f in findings)
     merge = graph.add(
@@ -260,6 +263,7 @@ def _case(family: str, split: str, number: int, rng: random.Random, pool: list[A
         )
         ref = f"c{aspects.index(target) + 1}"
         followup = graph.add(
+            # Named as materialization names a rewrite's nodes (`<anchor>:<local id>`).
             f"rewriter:followup-{ref}", "analyst", "analysis",
             {"claim_ref": ref, "finding": _fill(target.followup, subject, year),
              "evidence": [_fill(e, subject, year) for e in target.followup_evidence],
@@ -280,6 +284,7 @@ def _case(family: str, split: str, number: int, rng: random.Random, pool: list[A
         ids = _round(
             graph, rng, "", subject, year, aspects, after, stale=False, gap=None, finish=False
         )
+        # No output: the origin is the reviewer about to run, not a settled node.
         origin = graph.add("reviewer", "reviewer", None, None, ["merge"], 0.5)
         relevant = [ids[target.name]]
     query = _question(target, style, subject, year)
@@ -305,6 +310,8 @@ def generate_cases(split: Split | Literal["all"] = "dev") -> list[Case]:
 def _cases(split: str) -> Iterator[Case]:
     pool = [a for a in ASPECTS if (a.name in HELDOUT_ASPECTS) == (split == "heldout")]
     for f, family in enumerate(FAMILIES):
+        # One generator per family: adding cases to one family leaves every other
+        # family's cases as they were.
         rng = random.Random(_SEEDS[split] + f)
         for number in range(_PER_FAMILY[family]):
             yield _case(family, split, number, rng, pool)

@@ -40,6 +40,7 @@ def ndcg_at(ranked: Sequence[str], relevant: Collection[str], k: int) -> float:
     if not relevant:
         raise InvalidArgument("relevant", "must not be empty", relevant)
     wanted = set(relevant)
+    # i counts from 0, so rank i + 1 is discounted by log2(rank + 1).
     dcg = sum(1.0 / math.log2(i + 2) for i, node in enumerate(ranked[:k]) if node in wanted)
     ideal = sum(1.0 / math.log2(i + 2) for i in range(min(len(wanted), k)))
     return dcg / ideal

@@ -179,6 +179,7 @@ def _hotpot(item: dict[str, Any], where: str) -> Record | Skipped:
             continue
         title, body = entry
         parts = [s for s in body if isinstance(s, str)] if isinstance(body, list) else []
+        # Joined with "": HotpotQA's sentences carry their own leading spaces.
         paragraphs.append(Paragraph(_text(title), "".join(parts).strip()))
         sentences.append(len(parts))
     notes: list[str] = []
@@ -295,6 +296,7 @@ def _musique(item: dict[str, Any], where: str) -> Record | Skipped:
         "musique",
         record_id,
         _text(item.get("question")).strip(),
+        # MuSiQue ids are `<kind>__<ids>` (`2hop__482757_12019`).
         record_id.split("__")[0] or "musique",
         tuple(paragraphs),
         tuple(hops),
@@ -494,6 +496,8 @@ def _round(
                     [ids[n] for n in needs] or [planner], begin, rng.uniform(2, 25),
                 )  # fmt: skip
                 pending.remove(p)
+                # Rescan from the start after each placement: analysts are added in
+                # members' order as far as the dependencies allow.
                 break
         else:  # pragma: no cover - dependencies are acyclic by construction
             raise AssertionError("cyclic hop dependencies")
@@ -551,12 +555,15 @@ def _hop_depends(record: Record) -> dict[int, tuple[int, ...]]:
 
 
 def _case(record: Record, family: str, split: str) -> MultihopCase:
+    # SHA-256, not hash(): str hashes are salted per process, and the cases
+    # must be byte-identical between runs.
     seed = int.from_bytes(
         hashlib.sha256(f"{record.source}:{record.record_id}:{family}".encode()).digest()[:8], "big"
     )
     rng = random.Random(seed)
     order = list(range(len(record.paragraphs)))
     rng.shuffle(order)  # claim refs in a seeded order: node ids say nothing about gold
+    # Zero-padded refs, so sorting refs as strings (the merge's claims) is numeric order.
     width = len(str(len(order)))
     refs = {p: f"p{i + 1:0{width}d}" for i, p in enumerate(order)}
     everything = list(range(len(record.paragraphs)))

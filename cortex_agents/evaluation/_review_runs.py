@@ -327,6 +327,8 @@ def record_split(
                 asdict(settings),
             )
     folder.mkdir(parents=True, exist_ok=True)
+    # Written before the first cassette: an interrupted recording leaves the
+    # settings its cassettes were made with, which a resumed one is checked against.
     meta_path.write_text(
         json.dumps({"model": asdict(settings), "table": None}, indent=2) + "\n", encoding="utf-8"
     )

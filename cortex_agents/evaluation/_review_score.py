@@ -48,7 +48,9 @@ __all__ = [
 ]
 
 _NO_GAP: Final = re.compile(r"\s*(none|n/a|no gaps?)?\s*\.?\s*", re.IGNORECASE)
+# `/` is kept so "n/a" survives as a "none"; `_` is in \w but counts as punctuation.
 _PUNCTUATION: Final = re.compile(r"[^\w/]+|_")
+# The standard normal's 0.975 quantile, written out so scoring needs no scipy.
 _Z95: Final = 1.959963984540054
 
 
@@ -104,6 +106,8 @@ def score_review(case: ReviewCase, review: Mapping[str, Any] | None) -> CaseScor
     """Score ``review`` (a reviewer stage's output value: ``verdict``, ``gaps``, ``parsed``...)
     against ``case``; ``None`` or an answer that did not parse is a miss."""
     if not isinstance(review, Mapping) or review.get("parsed") is False:
+        # `flawed` still says what the case is: an unparsed review of a flawed case
+        # stays in detection's denominator, as a miss.
         return CaseScore(case.id, not case.control, False, False, False, (), ())
     gaps = _gaps(review, case)
     named = tuple(

@@ -244,6 +244,8 @@ def _branch(
     analyst, ref = ANALYSTS[slot]
     name, unit = metric
     base = rng.choice((40, 60, 80, 100, 120, 140))
+    # Bases are multiples of 20 and percents of 5: `base * percent // 100` is
+    # exact, so the only wrong arithmetic in a case is the planted one.
     percent = rng.choice((5, 10, 15, 20, 25))
     old, new = unit.format(base), unit.format(base + base * percent // 100)
     who, when, stated = company, year, percent
@@ -254,6 +256,7 @@ def _branch(
         fell = unit.format(base - base * percent // 100)
         evidence = [_report(company, year, name, fell, old, fell=True)]
     elif flaw == "period":
+        # Never year - 1: every report line already names that year as the comparison.
         when = year - rng.choice((3, 4, 5))
         evidence = [_report(company, when, name, new, old)]
     elif flaw == "entity":
@@ -274,6 +277,8 @@ def _branch(
 
 
 def _case(case_id: str, flaw: str | None) -> ReviewCase:
+    # A str seed is hashed by SHA-512, not by hash(): the same case on every
+    # machine and run, whatever PYTHONHASHSEED says.
     rng = random.Random(f"cortex-agents/reviews/{case_id}")
     company, year = rng.choice(_COMPANIES), rng.choice(_YEARS)
     metrics = rng.sample(_METRICS, 3)

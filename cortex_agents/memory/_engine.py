@@ -62,6 +62,7 @@ from cortex_agents.memory._snapshot import MemorySnapshot
 from cortex_agents.memory._spec import Query, WalkSpec, Weights
 
 if TYPE_CHECKING:
+    from cortex_agents.memory._extract import Extractor
     from cortex_agents.memory._fields import FieldsView
     from cortex_agents.memory._view import IndexView, IntArray
 
@@ -193,6 +194,15 @@ class QueryMemo:
     columns: _Recent[tuple[int, str, str, float], _Columns] = field(default_factory=_Recent)
     influence_computations: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+
+def _fields_of(index: IndexView, extractor: Extractor) -> FieldsView:
+    """What ``extractor`` reads of the view's nodes (see :mod:`~cortex_agents.memory._fields`)."""
+    # lazy: importing the memory package does not load the fields' modules, only the
+    # first query that reads fields does (as when this was `IndexView.fields`)
+    from cortex_agents.memory._fields import fields_of
+
+    return fields_of(index, extractor)
 
 
 def _walk(index: IndexView, relation: str, origin: int, memo: QueryMemo) -> _Walk:
@@ -384,7 +394,7 @@ def _scorer_axis(
 def _semantic(index: IndexView, query: Query, nodes: IntArray) -> FloatArray:
     if not query.text:
         return np.zeros(len(nodes), dtype=np.float64)
-    fields = index.fields(query.extractor)
+    fields = _fields_of(index, query.extractor)
     return np.clip(_scorer_axis(fields, query.scorer, query.text, nodes), 0.0, 1.0)
 
 
@@ -422,7 +432,7 @@ def _feedback(
     cut = -np.partition(-score, depth - 1)[depth - 1]
     near = np.flatnonzero(score >= cut)  # the first `depth`, and every tie at the cut
     first = near[np.lexsort((index.labels(nodes[near]), hops[near], -score[near]))][:depth]
-    fields = index.fields(query.extractor)
+    fields = _fields_of(index, query.extractor)
     assert query.text is not None  # (the caller checked)
     text = feedback_text(query.text, [fields.body(int(nodes[i])) for i in first.tolist()])
     if not text:
@@ -450,7 +460,7 @@ def _diversified(
 ) -> IntArray:
     """``order`` with its first ``depth`` places reordered by :func:`~cortex_agents.memory._diversity.mmr_order`."""
     head = order[:depth]
-    fields = index.fields(query.extractor)
+    fields = _fields_of(index, query.extractor)
     bodies = [fields.body(int(nodes[i])) for i in head.tolist()]
     picked = mmr_order(score[head].tolist(), bodies, spec.mmr_lambda)
     return np.concatenate((head[picked], order[depth:]))
@@ -552,7 +562,7 @@ def rank_vectorised(
     if spec.limit is not None:
         order = order[: spec.limit]
 
-    fields = fields or index.fields(query.extractor)
+    fields = fields or _fields_of(index, query.extractor)
     matches = _matches(
         snapshot, index, fields, order, nodes, hops, (score, graph, temporal, semantic)
     )
@@ -585,7 +595,7 @@ def _filtered(
         keep &= ~np.isin(columns.kinds, [k for k in unwanted if k is not None])
     fields = None
     if query.routing_key is not None:
-        fields = index.fields(query.extractor)
+        fields = _fields_of(index, query.extractor)
         key_id = fields.routing_lookup.get(query.routing_key, -1)
         keep &= fields.routing_ids(nodes) == key_id
     return keep, fields
@@ -611,7 +621,7 @@ def _semantic_axis(index: IndexView, query: Query, spec: WalkSpec, nodes: IntArr
     """The kept candidates' semantic axis: text match, named evidence, then edge support."""
     semantic = _semantic(index, query, nodes)
     if query.text and spec.named_evidence > 0:
-        hit = index.fields(query.extractor).named(nodes, names_in(query.text))
+        hit = _fields_of(index, query.extractor).named(nodes, names_in(query.text))
         semantic = np.minimum(semantic + spec.named_evidence * hit, 1.0)
     if spec.support > 0:
         semantic = _supported(index, nodes, semantic, spec.support)
@@ -630,7 +640,7 @@ def _bridged(
     """The semantic axis after the bridge: a gain where the best match names the evidence."""
     tied = np.flatnonzero(score == score.max())
     top = int(tied[np.lexsort((index.labels(nodes[tied]), hops[tied]))][0])
-    bridged = index.fields(query.extractor)
+    bridged = _fields_of(index, query.extractor)
     hit = bridged.named(nodes, names_in(bridged.body(int(nodes[top]))))
     hit[top] = 0.0  # the best match gains nothing from naming its own evidence
     bridged_axis: FloatArray = np.where(hit > 0, np.minimum(semantic + spec.bridge, 1.0), semantic)
@@ -649,7 +659,7 @@ def _order(
     chosen = np.arange(len(nodes))
     if spec.distinct_bodies:  # repeats go after every first occurrence: the whole order
         order = chosen[np.lexsort((index.labels(nodes), hops, -score))]
-        ids = index.fields(query.extractor).body_ids(nodes[order])
+        ids = _fields_of(index, query.extractor).body_ids(nodes[order])
         repeat = np.ones(len(order), dtype=bool)
         repeat[np.unique(ids, return_index=True)[1]] = False  # each id's first place
         repeat[ids < 0] = False  # an empty body is never a repeat

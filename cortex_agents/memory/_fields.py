@@ -1,9 +1,9 @@
 """What one extractor reads of every node, kept incrementally, and read as of a view.
 
 A :class:`FieldsIndex` belongs to one :class:`~cortex_agents.memory._index.MemoryIndex`
-and one extractor. It reads each node's output once, when the output arrives
-(in the order outputs arrived; it catches up lazily, on the first query that
-needs it): routing key, body text, evidence, the projected slice; for the
+and one extractor (:func:`fields_index`; :func:`fields_of` reads it as of a view).
+It reads each node's output once, when the output arrives (in the order
+outputs arrived; it catches up lazily, on the first query that needs it): routing key, body text, evidence, the projected slice; for the
 Jaccard scorer the body's tokens, appended to an inverted index (so a text
 query costs one ``bincount`` over its tokens' postings instead of tokenising
 every candidate — DESIGN §9), read when a Jaccard query first needs them
@@ -19,6 +19,11 @@ A node whose output had not arrived as of a view reads as the extractor
 reads ``None``: its routing key is the extractor's, else the node's kind; its
 body and vector those of the extractor's empty fields. :class:`FieldsView`
 applies that rule, so a view never sees an output that arrived after it.
+
+This module sits above the index and its views (issue 25: no import cycle):
+the index keeps a :class:`FieldsIndex` per extractor without naming its class
+(:meth:`~cortex_agents.memory._index_columns.IndexColumns.per_extractor`),
+and a view's fields are :func:`fields_of` it, not a method of the view.
 """
 
 from __future__ import annotations
@@ -44,10 +49,10 @@ from cortex_agents.memory._semantic import tokenize
 from cortex_agents.substrate._compact import release
 
 if TYPE_CHECKING:
-    from cortex_agents.memory._index import MemoryIndex
+    from cortex_agents.memory._index_columns import IndexColumns
     from cortex_agents.memory._view import IndexView, IntArray
 
-__all__ = ["FieldsIndex", "FieldsView"]
+__all__ = ["FieldsIndex", "FieldsView", "fields_index", "fields_of"]
 
 FloatArray = npt.NDArray[np.float64]
 _EMPTY: Final = ExtractedFields(None, "", ())
@@ -115,7 +120,7 @@ class FieldsIndex:
         self._lexical: LexicalPostings | None = None
         self._names: EvidenceNames | None = None
 
-    def fork(self, parent: MemoryIndex, n: int, ready: int, length: int) -> FieldsIndex:
+    def fork(self, parent: IndexColumns, n: int, ready: int, length: int) -> FieldsIndex:
         """A copy for the fork of ``parent`` at ``length`` events (``n`` nodes, ``ready`` outputs).
 
         Fields of outputs that arrived after the fork point are left out of
@@ -181,7 +186,7 @@ class FieldsIndex:
             self.routing_keys.append(key)
         return found
 
-    def catch_up(self, index: MemoryIndex) -> None:
+    def catch_up(self, index: IndexColumns) -> None:
         """Read every output that arrived since the last call (the caller holds the index lock)."""
         size = len(index.ids)
         missing = size - len(self.bodies)
@@ -286,7 +291,7 @@ class FieldsIndex:
         ]
         return body_ids, texts  # one string per body
 
-    def token_postings(self, index: MemoryIndex) -> None:
+    def token_postings(self, index: IndexColumns) -> None:
         """The Jaccard postings and token counts, caught up with every output read (lock held).
 
         Read on a Jaccard query's first use rather than with the fields: at
@@ -325,21 +330,21 @@ class FieldsIndex:
         for j, begin, end in zip(found.token[starts].tolist(), starts.tolist(), ends, strict=True):
             postings[slots[j]].extend(owners[begin:end])
 
-    def lexical(self, index: MemoryIndex) -> LexicalPostings:
+    def lexical(self, index: IndexColumns) -> LexicalPostings:
         """BM25's postings and statistics, caught up (the caller holds the index lock)."""
         if self._lexical is None:
             self._lexical = LexicalPostings(self.empty.body_text)
-        self._lexical.catch_up(index, self)
+        self._lexical.catch_up(index, self.bodies, self.done)
         return self._lexical
 
-    def names(self, index: MemoryIndex) -> EvidenceNames:
+    def names(self, index: IndexColumns) -> EvidenceNames:
         """The names of every output's evidence, caught up (the caller holds the index lock)."""
         if self._names is None:
             self._names = EvidenceNames(self.empty.evidence)
         self._names.catch_up(index.ready, self.evidence, self.done)
         return self._names
 
-    def kind_routing(self, index: MemoryIndex) -> IntArray:
+    def kind_routing(self, index: IndexColumns) -> IntArray:
         """Routing id of a node without output, by kind id (the caller holds the index lock)."""
         for kind_id in range(len(self._kind_routing), len(index.kind_names)):
             key = self.empty.routing_key
@@ -348,7 +353,7 @@ class FieldsIndex:
             )
         return np.fromiter(self._kind_routing.values(), np.int64, len(self._kind_routing))
 
-    def vectors(self, index: MemoryIndex, scorer: VectorScorer) -> _Vectors:
+    def vectors(self, index: IndexColumns, scorer: VectorScorer) -> _Vectors:
         """The body vectors of ``scorer``, one row per body id, caught up (the caller holds
         the index lock; 4 scorers kept)."""
         held = self._vectors.get(scorer.scorer_id)
@@ -377,8 +382,21 @@ class FieldsIndex:
         return held
 
 
+def fields_index(index: IndexColumns, extractor: Extractor) -> FieldsIndex:
+    """The fields ``extractor`` reads of ``index``'s nodes, caught up with every output taken in.
+
+    Kept by the index (8 extractors), made on first use.
+    """
+    return index.per_extractor(extractor, FieldsIndex)
+
+
+def fields_of(view: IndexView, extractor: Extractor) -> FieldsView:
+    """What ``extractor`` reads of ``view``'s nodes, as of the view."""
+    return FieldsView(view.index.per_extractor(extractor, FieldsIndex), view)
+
+
 class FieldsView:
-    """A :class:`FieldsIndex` as of an :class:`~cortex_agents.memory._index.IndexView`."""
+    """A :class:`FieldsIndex` as of an :class:`~cortex_agents.memory._view.IndexView`."""
 
     __slots__ = ("fields", "view")
 

@@ -12,17 +12,64 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
 from cortex_agents.errors import InvalidArgument
 from cortex_agents.memory._engine import QueryMemo, rank_vectorised
 from cortex_agents.memory._match import Match, Ranking
 from cortex_agents.memory._presets import BUILTIN_PRESETS, PresetRegistry
 from cortex_agents.memory._snapshot import MemorySnapshot
-from cortex_agents.memory._spec import Direction, Query, Scope, WalkSpec
+from cortex_agents.memory._spec import Direction, Query, Scope, WalkSpec, _check_int
 from cortex_agents.memory._strategy import Classic, MemoryStrategy, Topological, declared_preset
 
 __all__ = ["HasMemory", "MemoryHandle", "RankedRequest"]
+
+_RESOLVED: Final = (
+    "preset",
+    "direction",
+    "scope",
+    "routing_key",
+    "query_text",
+    "max_graph_distance",
+    "limit",
+    "scorer",
+    "projection",
+    "second_pass",
+    "diversity",
+    "mmr_lambda",
+)
+"""Every key :meth:`MemoryHandle.rank_request` resolves itself; ``extra`` may not name one."""
+
+
+def _check_request(
+    max_limit: object,
+    preset: object,
+    max_graph_distance: object,
+    limit: object,
+    extra: Mapping[str, Any] | None,
+) -> None:
+    """Refuse what :meth:`MemoryHandle.rank_request` would otherwise read as "not given".
+
+    ``0`` and ``""`` are falsy: without these checks they fell back to the
+    preset's value, and an ``extra`` key could overwrite a resolved one, so
+    the recorded arguments no longer said what ran.
+    """
+    _check_int("max_limit", max_limit, 1)
+    if preset is not None and (not isinstance(preset, str) or not preset):
+        raise InvalidArgument(
+            "preset", "must be a non-empty preset name, or None for the stage's own", preset
+        )
+    if max_graph_distance is not None:
+        _check_int("max_graph_distance", max_graph_distance, 1)
+    if limit is not None:
+        _check_int("limit", limit, 1)
+    clashes = sorted(set(extra or ()) & set(_RESOLVED))
+    if clashes:
+        raise InvalidArgument(
+            "extra",
+            f"must not name a resolved argument ({', '.join(f'`{k}`' for k in _RESOLVED)})",
+            clashes,
+        )
 
 
 @runtime_checkable
@@ -69,6 +116,22 @@ class RankedRequest:
 
 class MemoryHandle:
     """One snapshot, bound once, queried many times.
+
+    Which method to call: :meth:`query` is the one way to rank — a walk spec
+    and a query, both explicit (``None``: the defaults), from the handle's
+    origin. The others are shorthands over the same engine and memo, each for
+    one caller:
+
+    - :meth:`recall`: a stage's own declared query (what ``ctx.recall()``
+      runs): its strategy's preset, opt-in passes and scorer, resolved for
+      you. Classic stages recall nothing.
+    - :meth:`rank_request`: the seam for tools — a request whose arguments
+      are all optional, resolved against the stage's strategy, returned with
+      every argument it resolved to, so a result can be recomputed.
+    - :meth:`rank`: :meth:`query` with the number of candidates before the
+      limit (``Ranking.total``); :meth:`rank_request` builds on it.
+    - :meth:`query_for`: not a ranking; the :class:`Query` a preset gives in
+      this stage, to pass to :meth:`query`.
 
     The handle memoises walks per ``(origin, direction)`` and influence maps
     per ``(origin, direction, alpha)``, so a tool loop that queries memory
@@ -200,12 +263,16 @@ class MemoryHandle:
 
         Raises:
             UnknownPreset: no such preset.
-            InvalidArgument: an override breaks a rule of :class:`WalkSpec`.
+            InvalidArgument: ``max_limit``, ``limit`` or ``max_graph_distance`` is not an
+                integer >= 1; ``preset`` is empty; an ``extra`` key names a resolved
+                argument; or an override breaks another rule of :class:`WalkSpec`.
+                Checked before anything is ranked.
             UnknownScorer, ScorerUnavailable: the scorer is not registered or cannot load.
             UnknownProjection: the declared projection is not registered.
             UnknownNode: the handle's origin is not in the snapshot.
         """
-        name = preset or declared_preset(self.strategy)
+        _check_request(max_limit, preset, max_graph_distance, limit, extra)
+        name = preset if preset is not None else declared_preset(self.strategy)
         declared = self.strategy if isinstance(self.strategy, Topological) else None
         spec = self.presets.spec(name)
         spec = declared.passes(spec) if declared else spec  # its second pass, when it opts in
@@ -213,7 +280,7 @@ class MemoryHandle:
             "direction": direction,
             "scope": scope,
             "max_distance": max_graph_distance,
-            "limit": min(limit or spec.limit or max_limit, max_limit),
+            "limit": min(limit if limit is not None else (spec.limit or max_limit), max_limit),
         }
         spec = dataclasses.replace(spec, **{k: v for k, v in overrides.items() if v is not None})
         query = self.query_for(name, text=query_text, routing_key=routing_key)

@@ -5,7 +5,10 @@ branch's new events only — :meth:`MemoryIndex.extend` is the
 :class:`~cortex_agents.substrate._branch.Derived` seam, registered under
 :data:`MEMORY_INDEX` — and answers for any prefix of the events it has taken
 in with an immutable :class:`IndexView`. Binding a stage's snapshot is then
-O(new events since the last bind), not O(V).
+O(new events since the last bind), not O(V). The columns it writes, which views
+and fields read, are its base class's
+(:class:`~cortex_agents.memory._index_columns.IndexColumns`, a module below them
+all: issue 25, no import cycle).
 
 **Ticks make prefixes exact.** The graph is not append-only: a node settles
 (its status, output and time change), rewrites add and remove edges into
@@ -56,10 +59,8 @@ a failed one.
 
 from __future__ import annotations
 
-import threading
 from bisect import bisect_left
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from itertools import compress, repeat
 from operator import attrgetter, is_not
 from typing import TYPE_CHECKING, Any, Final
@@ -70,10 +71,9 @@ from cortex_agents._timestamps import to_micros
 from cortex_agents.errors import CycleError, InvalidEvent
 from cortex_agents.memory._adjacency import Adjacency, Grouped
 from cortex_agents.memory._bulk import paused_gc
-from cortex_agents.memory._columns import NEVER, Column
-from cortex_agents.memory._depth import Depths, forward_longest_paths, longest_paths
-from cortex_agents.memory._extract import Extractor
-from cortex_agents.memory._idorder import IdOrder
+from cortex_agents.memory._columns import NEVER
+from cortex_agents.memory._depth import forward_longest_paths, longest_paths
+from cortex_agents.memory._index_columns import IndexColumns
 from cortex_agents.memory._view import IndexView
 from cortex_agents.substrate._events import (
     EdgeAdded,
@@ -90,20 +90,15 @@ from cortex_agents.substrate._events import (
     StageStarted,
     ToolCallMade,
 )
-from cortex_agents.substrate._records import SETTLED, NodeId
+from cortex_agents.substrate._records import SETTLED, EdgeRecord, NodeId, NodeRecord
 
 if TYPE_CHECKING:
-    from cortex_agents.memory._fields import FieldsIndex
-    from cortex_agents.memory._snapshot import MemorySnapshot
     from cortex_agents.substrate._state import GraphState
 
 __all__ = ["MEMORY_INDEX", "IndexView", "MemoryIndex"]
 
 MEMORY_INDEX: Final = "cortex_agents.memory._index"
 """The key the memory index is registered under on a branch (``log.derived``)."""
-_FIELDS_KEPT: Final = 8
-_ADJACENCY_KEPT: Final = 4
-_ASKED_KEPT: Final = 64
 _NODE_EVENTS: Final = (StageStarted, StageFailed, NodeRetired, ToolCallMade)
 _IGNORED: Final = (RewriteAdmitted, RewriteRejected, RewriteApplied, RewriteBudgetSet)
 _ID, _KIND, _STATUS, _CAPTURED, _COMPLETED, _HELD_OUTPUT = map(
@@ -112,57 +107,17 @@ _ID, _KIND, _STATUS, _CAPTURED, _COMPLETED, _HELD_OUTPUT = map(
 _SOURCE, _TARGET = attrgetter("source"), attrgetter("target")
 
 
-class MemoryIndex:
-    """Nodes, edges and settle facts of one branch, by ordinal, with the tick of each fact.
+class MemoryIndex(IndexColumns):
+    """The memory index of one branch: takes events in, forks, answers views.
+
+    Its columns (nodes, edges and settle facts by ordinal, with the tick of
+    each fact) and their read side (compiled adjacency, the fields kept per
+    extractor) are :class:`~cortex_agents.memory._index_columns.IndexColumns`'.
 
     Attributes:
         length: How many events it has taken in.
         lock: Guards every change (extension, fields catching up).
     """
-
-    def __init__(self) -> None:
-        self.length = 0
-        self.lock = threading.RLock()
-        self.ids: list[NodeId] = []
-        self.pos: dict[str, int] = {}
-        self.kind_lookup: dict[str, int] = {}
-        self.kind_names: list[str] = []
-        self.kinds = Column()
-        self.scheduled = Column()  # tick each node was scheduled (non-decreasing)
-        self.captured_us = Column()
-        self.completed_us = Column()
-        self.completed_tick = Column()  # observed_at = completed_at from this tick on
-        self.settled_tick = Column()  # a candidate of settled_only from this tick on
-        self.output_tick = Column()  # its output counts from this tick on
-        self.outputs: list[Any] = []  # held forms (`compact.hold`), shared with the records
-        self.ready: list[int] = []  # ordinals, in the order their outputs arrived
-        self.ready_tick = Column()
-        self.order = IdOrder()
-        self.depths = Depths()  # longest path from a source: orders the influence pass
-        self.src: list[int] = []  # the BFS reads these lists; numpy reads the columns
-        self.dst: list[int] = []
-        self.src_col = Column()
-        self.dst_col = Column()
-        self.edge_tick = Column()  # tick each edge was added (non-decreasing)
-        self.removed_tick = Column()  # tick each edge was removed (NEVER while it lives)
-        self.removed: dict[int, int] = {}  # edge ordinal -> tick it was removed
-        self.removal_ticks: list[int] = []
-        self.removal_edges: list[int] = []  # the edge each removal removed, in removal order
-        # the edges of the first batch that added any (a whole run after a restart, a snapshot
-        # made by hand) are held per node as CSR arrays, the later ones in per-node lists
-        self.bulk = Adjacency.empty()
-        self.out: list[list[int] | None] = []  # per node: its later edges out, in order
-        self.inc: list[list[int] | None] = []  # per node: its later edges in, in order
-        # `out` / `inc` lists of nodes below this ordinal may be shared with a fork (or the
-        # index forked from): each is copied before this index first appends to it
-        self._shared_below = 0
-        self._copied_out: set[int] = set()
-        self._copied_inc: set[int] = set()
-        self.live_edges = 0
-        self._fields: OrderedDict[Extractor, FieldsIndex] = OrderedDict()
-        self._broken: str | None = None
-        self._adjacency: OrderedDict[tuple[str, int, int], Any] = OrderedDict()
-        self._asked: OrderedDict[tuple[str, int, int], int] = OrderedDict()
 
     # -- the Derived seam ----------------------------------------------------------------
     def extend(self, events: Sequence[Event], state: GraphState) -> None:
@@ -253,29 +208,32 @@ class MemoryIndex:
                 other.out = [None] * n
                 other.inc = [None] * n
             other.live_edges = e - len(other.removed)
-            for extractor, fields in self._fields.items():
-                other._fields[extractor] = fields.fork(self, n, ready, length)
+            for extractor, held in self._fields.items():
+                other._fields[extractor] = held.fork(self, n, ready, length)
             return other
 
     @classmethod
-    def of_snapshot(cls, snapshot: MemorySnapshot) -> IndexView:
+    def of_records(cls, nodes: Collection[NodeRecord], edges: Sequence[EdgeRecord]) -> IndexView:
         """The index of a snapshot built by hand (every fact at tick 0; the view at length 1).
 
-        Built in whole-array passes: the nodes' columns, the edges', then
-        every depth by one Kahn pass.
+        ``nodes`` and ``edges`` are a consistent topology (a
+        :class:`~cortex_agents.memory._snapshot.MemorySnapshot`'s, which calls
+        this: taking records rather than the snapshot keeps the index below
+        it, issue 25). Built in whole-array passes: the nodes' columns, the
+        edges', then every depth by one Kahn pass.
 
         Raises:
-            CycleError: the snapshot's topology has a cycle.
+            CycleError: the topology has a cycle.
         """
         with paused_gc():
-            return cls._of_snapshot(snapshot)
+            return cls._of_records(nodes, edges)
 
     @classmethod
-    def _of_snapshot(cls, snapshot: MemorySnapshot) -> IndexView:
+    def _of_records(cls, records: Collection[NodeRecord], edges: Sequence[EdgeRecord]) -> IndexView:
         # each field of every record read by one C-level pass (`map` over an attribute
         # getter), not a Python expression per node: at 1,000,000 nodes those were seconds
         index = cls()
-        nodes = list(snapshot.nodes.values())
+        nodes = list(records)
         count = len(nodes)
         zeros = np.zeros(count, dtype=np.int64)
         index._add_nodes(
@@ -299,9 +257,9 @@ class MemoryIndex:
         index._outputs(range(count), list(map(_HELD_OUTPUT, nodes)), zeros)
         pos = index.pos.__getitem__
         index._add_edges(
-            list(map(pos, map(_SOURCE, snapshot.edges))),
-            list(map(pos, map(_TARGET, snapshot.edges))),
-            np.zeros(len(snapshot.edges), dtype=np.int64),
+            list(map(pos, map(_SOURCE, edges))),
+            list(map(pos, map(_TARGET, edges))),
+            np.zeros(len(edges), dtype=np.int64),
         )
         index._depths_from_scratch()
         index.length = 1
@@ -445,10 +403,6 @@ class MemoryIndex:
             tick, f"the memory index holds no edge {self.ids[u]!r} -> {self.ids[v]!r}"
         )
 
-    def _usable(self) -> None:
-        if self._broken is not None:
-            raise InvalidEvent(self.length, f"the memory index is unusable: {self._broken}")
-
     def _depths_from_scratch(self) -> None:
         """Every depth by one Kahn pass (a snapshot made by hand); a cycle is an error."""
         n, edges = len(self.ids), len(self.src)
@@ -465,65 +419,6 @@ class MemoryIndex:
             relation = {ids[u]: [ids[v] for v in successors[u]] for u in range(len(ids))}
             raise CycleError(find_cycle(relation, {ids[i] for i in stuck}))
         self.depths.value.data[: len(depth)] = depth
-
-    # -- compiled adjacency ---------------------------------------------------------------
-    def compiled(self, relation: str, edges: int, removals: int) -> Any:
-        """The CSR matrix :meth:`adjacency` built for that edge set, or ``None`` (never builds)."""
-        with self.lock:
-            return self._adjacency.get((relation, edges, removals))
-
-    def adjacency(self, relation: str, edges: int, removals: int) -> Any:
-        """A scipy CSR matrix of ``relation`` over the first ``edges`` edges less the first
-        ``removals`` removals — the edge set of every view with those counts — or ``None``.
-
-        Built (O(E) in numpy) the second time a view with that edge set walks,
-        so a one-off view walks in Python in O(cone), and the stages of a run
-        whose wire was scheduled up front share one matrix. Four are kept.
-        """
-        key = (relation, edges, removals)
-        with self.lock:
-            found = self._adjacency.get(key)
-            if found is not None:
-                self._adjacency.move_to_end(key)
-                return found
-            asked = self._asked.pop(key, 0) + 1
-            self._asked[key] = asked
-            while len(self._asked) > _ASKED_KEPT:
-                self._asked.popitem(last=False)
-            if asked < 2:
-                return None
-            import scipy.sparse as sp  # type: ignore[import-untyped]  # scipy ships no stubs
-
-            live = np.ones(edges, dtype=bool)
-            live[self.removal_edges[:removals]] = False
-            src, dst = self.src_col.data[:edges][live], self.dst_col.data[:edges][live]
-            if relation == "ancestors":
-                src, dst = dst, src
-            size = len(self.ids)
-            found = sp.csr_array((np.ones(len(src)), (src, dst)), shape=(size, size))
-            self._adjacency[key] = found
-            while len(self._adjacency) > _ADJACENCY_KEPT:
-                self._adjacency.popitem(last=False)
-            return found
-
-    # -- fields --------------------------------------------------------------------------
-    def fields_index(self, extractor: Extractor) -> FieldsIndex:
-        """The fields ``extractor`` reads, caught up with every output taken in (8 kept)."""
-        from cortex_agents.memory._fields import FieldsIndex
-
-        with self.lock:
-            self._usable()
-            fields = self._fields.get(extractor)
-            if fields is None:
-                fields = FieldsIndex(extractor)
-                self._fields[extractor] = fields
-                while len(self._fields) > _FIELDS_KEPT:
-                    self._fields.popitem(last=False)
-            else:
-                self._fields.move_to_end(extractor)
-            with paused_gc():
-                fields.catch_up(self)
-            return fields
 
 
 class _Batch:

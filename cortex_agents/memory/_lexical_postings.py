@@ -35,8 +35,7 @@ from cortex_agents.memory._columns import NEVER, Column
 from cortex_agents.memory._lexical import BM25, CorpusStats, lexical_tokens
 
 if TYPE_CHECKING:
-    from cortex_agents.memory._fields import FieldsIndex
-    from cortex_agents.memory._index import MemoryIndex
+    from cortex_agents.memory._index_columns import IndexColumns
     from cortex_agents.memory._view import IndexView, IntArray
 
 __all__ = ["LexicalPostings"]
@@ -84,14 +83,20 @@ class LexicalPostings:
         self.arrived_length.append(0)
         self.empty = Counter(lexical_tokens(empty_body))
 
-    def catch_up(self, index: MemoryIndex, fields: FieldsIndex) -> None:
-        """Read the bodies of outputs ``fields`` read since the last call (index lock held)."""
-        self.lengths.pad(len(fields.bodies), 0)
-        if self.done == fields.done:
+    def catch_up(self, index: IndexColumns, bodies: list[str], done: int) -> None:
+        """Read the bodies of the first ``done`` outputs that arrived, those not read yet.
+
+        ``bodies`` (by ordinal) and ``done`` are the owning fields' (index lock
+        held). They are passed rather than the fields object, as
+        :meth:`~cortex_agents.memory._entities.EvidenceNames.catch_up` takes
+        its evidence: the fields hold these postings, so this module does not
+        import them (issue 25).
+        """
+        self.lengths.pad(len(bodies), 0)
+        if self.done == done:
             return
-        arrived = index.ready[self.done : fields.done]
+        arrived = index.ready[self.done : done]
         at = np.asarray(arrived, dtype=np.int64)
-        bodies = fields.bodies
         found = term_counts([bodies[i] for i in arrived])
         self.lengths.data[at] = found.lengths
         # a corpus document settles with its output (a run) or before it (a hand-made
@@ -104,7 +109,7 @@ class LexicalPostings:
         )
         if len(found.term):
             self._post(found, at, member)
-        self.done = fields.done
+        self.done = done
 
     def _post(self, found: TermCounts, at: IntArray, member: IntArray) -> None:
         """Append a batch's (node, frequency) pairs to their terms' postings, in arrival order.
@@ -141,7 +146,7 @@ class LexicalPostings:
             self.freqs[slot].extend(freqs[begin:end])
             documents.extend(count - before + members[begin:end])
 
-    def fork(self, parent: MemoryIndex, n: int, ready: int, length: int) -> LexicalPostings:
+    def fork(self, parent: IndexColumns, n: int, ready: int, length: int) -> LexicalPostings:
         """A copy for the fork of ``parent`` at ``length`` events (``n`` nodes, ``ready`` outputs)."""
         other = LexicalPostings.__new__(LexicalPostings)
         other.done = min(self.done, ready)

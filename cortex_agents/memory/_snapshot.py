@@ -139,10 +139,13 @@ class MemorySnapshot:
     @cached_property
     def index(self) -> IndexView:
         """The index view the vectorised engine reads (see the module docstring)."""
+        # lazy: importing the memory package does not load the index's modules, only the
+        # first query does. A downward import: the index is built from records and never
+        # names the snapshot (issue 25: no import cycle).
         from cortex_agents.memory._index import MEMORY_INDEX, MemoryIndex
 
         log: SubstrateLog | None = self.__dict__.get("_log")
         if log is not None:
             view: IndexView = log.derived(MEMORY_INDEX, MemoryIndex)
             return view
-        return MemoryIndex.of_snapshot(self)
+        return MemoryIndex.of_records(self.nodes.values(), self.edges)

@@ -4,6 +4,12 @@ An :class:`IndexView` is taken by :meth:`~cortex_agents.memory._index.MemoryInde
 (O(log V)) and never changes: every read filters the index's columns by the
 view's length (see :mod:`cortex_agents.memory._index`). A walk costs O(cone);
 the arrays a read returns are new or read-only prefixes.
+
+A view reads the index's columns
+(:class:`~cortex_agents.memory._index_columns.IndexColumns`), not the index
+that makes it: what an extractor reads of the view's nodes is
+:func:`cortex_agents.memory._fields.fields_of`, above both (issue 25: no
+import cycle among the engine's modules).
 """
 
 from __future__ import annotations
@@ -14,12 +20,10 @@ import numpy as np
 import numpy.typing as npt
 
 from cortex_agents.memory._columns import NEVER
-from cortex_agents.memory._extract import Extractor
 from cortex_agents.substrate._records import NodeId
 
 if TYPE_CHECKING:
-    from cortex_agents.memory._fields import FieldsView
-    from cortex_agents.memory._index import MemoryIndex
+    from cortex_agents.memory._index_columns import IndexColumns
 
 __all__ = ["IndexView", "IntArray"]
 
@@ -39,7 +43,7 @@ class IndexView:
 
     __slots__ = ("edges", "index", "length", "n", "removals")
 
-    def __init__(self, index: MemoryIndex, length: int, n: int, edges: int, removals: int):
+    def __init__(self, index: IndexColumns, length: int, n: int, edges: int, removals: int):
         self.index = index
         self.length = length
         self.n = n
@@ -86,12 +90,6 @@ class IndexView:
     def labels(self, nodes: IntArray) -> IntArray:
         """Labels ordering the nodes' ids by code point."""
         return self.index.order.labels[nodes]
-
-    def fields(self, extractor: Extractor) -> FieldsView:
-        """What ``extractor`` reads of the nodes, as of this view."""
-        from cortex_agents.memory._fields import FieldsView
-
-        return FieldsView(self.index.fields_index(extractor), self)
 
     def walk(self, relation: str, origin: int) -> tuple[IntArray, IntArray]:
         """BFS from ``origin``: the nodes it reaches (origin excluded), in BFS order, and their hops.

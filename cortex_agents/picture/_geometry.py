@@ -155,6 +155,8 @@ def _row(ids: tuple[str, ...], y: int, box_width: int, width: int) -> dict[str, 
 
 def _ports(count: int, box: Box) -> list[int]:
     """``count`` attachment points spread along a box's width."""
+    # Evenly inside the box, never at its corners; integer division keeps SVG and
+    # PNG coordinates identical.
     return [box.x + box.width * (k + 1) // (count + 1) for k in range(count)]
 
 
@@ -164,6 +166,8 @@ def place(picture: Picture, shape: Layout) -> Geometry:
         (max(len(n.id), len(status_line(n))) for n in picture.nodes),
         default=0,
     )
+    # One width for every box, so rows line up; 20 px pads the text; past
+    # MAX_BOX_WIDTH labels are cut with `fit` rather than widening the canvas.
     box_width = min(MAX_BOX_WIDTH, max(MIN_BOX_WIDTH, longest * CHAR_WIDTH + 20))
     rows = [*shape.layers, shape.retired] if shape.retired else list(shape.layers)
     widest = max((len(r) for r in rows), default=1)
@@ -175,6 +179,8 @@ def place(picture: Picture, shape: Layout) -> Geometry:
         y += BOX_HEIGHT + GAP_Y
     retired_rule = None
     if shape.retired:
+        # y - GAP_Y is the bottom of the last live row; the rule goes half a
+        # RETIRED_GAP below it, and the retired row a whole RETIRED_GAP below the rule.
         retired_rule = y - GAP_Y + RETIRED_GAP // 2 if shape.layers else y
         y = retired_rule + RETIRED_GAP
         boxes.update(_row(shape.retired, y, box_width, width))

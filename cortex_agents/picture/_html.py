@@ -89,6 +89,8 @@ def _admitted(picture: Picture) -> str:
         for r in picture.admitted
     ]
     headers = ("#", "proposer", "op / anchor", "new nodes", "cost", "budget before → after")
+    # Columns 3-6 hold run data (ids, budgets, the model's rationale): monospace,
+    # and wrapped anywhere so a long id cannot widen the page.
     return _table((*headers, "rationale"), rows, {3, 4, 5, 6})
 
 

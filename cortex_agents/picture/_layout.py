@@ -94,6 +94,8 @@ def _centred(layers: list[list[str]]) -> dict[str, Fraction]:
     """Positions with every layer centred on 0, so layers of different widths compare."""
     out: dict[str, Fraction] = {}
     for layer in layers:
+        # Fractions, not floats: barycenters of centred positions tie exactly, and a
+        # tie must fall to scheduling order, never to a rounding difference.
         offset = Fraction(len(layer) - 1, 2)
         for j, n in enumerate(layer):
             out[n] = j - offset
@@ -146,6 +148,8 @@ def layout(picture: Picture, *, sweeps: int = SWEEPS) -> Layout:
     for n in live:  # scheduling order: the first sweep's starting order
         layers[layer_of[n]].append(n)
     for _ in range(sweeps):
+        # Down (by predecessors, from the second layer) then up (by successors, from
+        # the second-to-last): each sweep holds one neighbouring layer fixed.
         _sweep(layers, preds, rank, range(1, len(layers)))
         _sweep(layers, succs, rank, range(len(layers) - 2, -1, -1))
     return Layout(

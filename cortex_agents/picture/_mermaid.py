@@ -22,6 +22,7 @@ __all__ = ["CLASS_DEFS", "escape_label", "to_mermaid"]
 
 _ENTITIES: Final = {
     '"': "#quot;",
+    # `#` starts Mermaid's own entity codes, so a literal one must be escaped too.
     "#": "#35;",
     "&": "#amp;",
     "<": "#lt;",
@@ -53,6 +54,7 @@ def escape_label(text: str) -> str:
     for ch in text:
         if ch in _ENTITIES:
             out.append(_ENTITIES[ch])
+        # Control characters (newlines included) would end the statement: a label is one line.
         elif ch < " " or ch == "\x7f":
             out.append(" ")
         else:
@@ -87,6 +89,8 @@ def to_mermaid(picture: Picture, shape: Layout | None = None, *, direction: str 
         raise InvalidArgument("direction", "must be 'TD' or 'LR'", direction)
     shape = shape if shape is not None else layout(picture)
     by_id = {n.id: n for n in picture.nodes}
+    # Chart ids from scheduling order, not run ids: `anchor:local`, spaces or
+    # Mermaid keywords (`end`) in a run id would break the syntax.
     ref = {n.id: f"n{n.order}" for n in picture.nodes}
     lines = [f"flowchart {direction}", f"%% {_comment(picture.title)}"]
     for r in picture.admitted:
@@ -114,6 +118,8 @@ def to_mermaid(picture: Picture, shape: Layout | None = None, *, direction: str 
         lines.append('    subgraph retired_nodes["retired"]')
         lines.extend(declare(n, "        ") for n in shape.retired)
         lines.append("    end")
+    # Edges after every declaration: Mermaid creates a node at its first mention,
+    # and the declarations, layer by layer, are what give it its label and order.
     lines.extend(f"    {ref[s]} --> {ref[t]}" for s, t in picture.edges)
     if picture.rejected:
         lines.append('    subgraph rejected_proposals["rejected proposals"]')
@@ -131,6 +137,8 @@ def to_mermaid(picture: Picture, shape: Layout | None = None, *, direction: str 
             lines.append(f"class {','.join(members)} {status}")
     rewritten = [ref[n.id] for n in picture.nodes if n.rewrite_id is not None]
     if rewritten:
+        # A second class, not a replacement: `rewrite` sets only the stroke, so the
+        # node keeps its status fill and gains the rewrite outline.
         lines.append(f"class {','.join(rewritten)} rewrite")
     if picture.rejected:
         lines.append(f"class {','.join(f'r{p.index}' for p in picture.rejected)} rejected")

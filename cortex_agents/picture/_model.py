@@ -169,9 +169,12 @@ def _preview(output: Any) -> str | None:
     if output is None:
         return None
     try:
+        # sort_keys and compact separators: the same output previews the same bytes,
+        # so pictures of one run compare equal across processes.
         text = json.dumps(output, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     except (TypeError, ValueError):
         text = repr(output)
+    # One character is kept for the ellipsis so a cut preview is still PREVIEW_CHARS long.
     return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
 
 
@@ -180,6 +183,8 @@ def _admitted(fact: Any, watermark: int) -> AdmittedRewrite:
     return AdmittedRewrite(
         rewrite_id=fact.rewrite_id,
         proposer=str(fact.proposer),
+        # The diff is what was applied; the proposal is the fallback for a fact
+        # recorded without one.
         op=str(diff.get("op", fact.proposal.get("op", "?"))),
         mode=_text(diff.get("mode")),
         anchor=str(diff.get("anchor", fact.proposal.get("anchor", "?"))),
@@ -229,6 +234,7 @@ def picture_of(state: GraphState, *, title: str = "graph") -> Picture:
     for order, record in enumerate(state.nodes.values()):
         rewrite_id = added_by.get(record.id)
         if rewrite_id is None:
+            # fullmatch, not search: a wire's own tag such as `my-rewrite-2` is not a rewrite's.
             tagged = (m for m in map(_REWRITE_TAG.fullmatch, record.tags) if m)
             rewrite_id = next((int(m.group(1)) for m in tagged), None)
         nodes.append(

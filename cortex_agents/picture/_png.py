@@ -49,6 +49,8 @@ _Font = ImageFont.FreeTypeFont | ImageFont.ImageFont
 
 def _fonts() -> tuple[_Font, _Font, _Font]:
     return (
+        # load_default(size=...) (Pillow >= 10.1, the extra's lower bound) gives the
+        # bundled scalable font: no system font lookup, the same glyphs everywhere.
         ImageFont.load_default(size=13),
         ImageFont.load_default(size=11),
         ImageFont.load_default(size=16),
@@ -71,6 +73,7 @@ def _wrap(draw: ImageDraw.ImageDraw, text: str, font: _Font, width: float) -> li
         candidate = f"{current} {word}" if current else word
         if current and draw.textlength(candidate, font=font) > width:
             lines.append(current)
+            # A wrapped continuation is indented, so each footer entry reads as one item.
             current = "    " + word
         else:
             current = candidate
@@ -87,6 +90,8 @@ def _arrow(draw: ImageDraw.ImageDraw, x1: int, y1: int, x2: int, y2: int) -> Non
         (x2 - 10 * math.cos(angle - 0.4), y2 - 10 * math.sin(angle - 0.4)),
         (x2 - 10 * math.cos(angle + 0.4), y2 - 10 * math.sin(angle + 0.4)),
     ]
+    # Rounded so last-bit differences of cos/sin between platforms' maths
+    # libraries do not reach the pixels: the PNG must be the same bytes everywhere.
     draw.polygon([(round(x, 2), round(y, 2)) for x, y in head], fill=EDGE_COLOR)
 
 
@@ -185,6 +190,8 @@ def to_png(picture: Picture, shape: Layout | None = None) -> bytes:
     geometry: Geometry = place(picture, shape)
     fonts = _fonts()
     width = max(geometry.width, 640)
+    # Text is measured on a 1x1 probe first: the footer's wrapped height decides
+    # the image's size before the real image exists.
     probe = ImageDraw.Draw(Image.new("RGB", (1, 1)))
     footer = _footer_lines(probe, picture, fonts[1], width - 32)
     height = HEADER + geometry.height + 12 + LINE * len(footer) + 12
@@ -208,5 +215,6 @@ def to_png(picture: Picture, shape: Layout | None = None) -> bytes:
         draw.text((16, y), text, font=fonts[1], fill=colour)
         y += LINE
     buffer = io.BytesIO()
+    # Fixed encoder settings, no metadata: the same picture gives the same bytes.
     image.save(buffer, format="PNG", optimize=False, compress_level=9)
     return buffer.getvalue()

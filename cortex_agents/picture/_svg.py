@@ -53,10 +53,13 @@ def _tooltip(node: PictureNode) -> str:
 def _node(node: PictureNode, geometry: Geometry) -> list[str]:
     box = geometry.boxes[node.id]
     palette = STATUS_COLORS.get(node.status, STATUS_COLORS["pending"])
+    # 7 px per character (CHAR_WIDTH) after 8 px padding each side.
     chars = (box.width - 16) // 7
     added = node.rewrite_id is not None
     stroke = REWRITE_COLOR if added else palette.stroke
     dash = (
+        # A rewrite-added node's long dash wins over the retired short dash: a node
+        # both added and later retired is shown as added (its badge says the rest).
         ' stroke-dasharray="7 4"' if added else (' stroke-dasharray="3 3"' if node.retired else "")
     )
     classes = f"node status-{node.status}{' rewrite' if added else ''}"
@@ -111,6 +114,7 @@ def to_svg(picture: Picture, shape: Layout | None = None) -> str:
         f'viewBox="0 0 {w} {h}" role="img" aria-label="{_a(picture.title)}" {_FONT}>',
         "<defs>",
         '<marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" '
+        # refX=10 puts the arrow's tip, not its middle, on the line's end at the target's top.
         f'markerHeight="8" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" '
         f'fill="{EDGE_COLOR}"/></marker>',
         "</defs>",

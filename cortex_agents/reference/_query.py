@@ -171,6 +171,7 @@ def _kept(
         if node.kind in query.exclude_kinds:
             continue
         fields = query.extractor(node.output) or _EMPTY_FIELDS
+        # A node whose extractor names no routing key is routed by its kind.
         routing_key = fields.routing_key if fields.routing_key is not None else node.kind
         if query.routing_key is not None and routing_key != query.routing_key:
             continue
@@ -185,7 +186,8 @@ def _semantic_axis(
     bodies = [fields.body_text for _, _, fields, _ in kept]
     semantic = [0.0] * len(kept)
     if query.text:
-
+        # A function, not a list: only BM25 with `corpus="view"` calls it, so the
+        # other scorers never extract every settled node's body.
         def corpus() -> list[str]:  # the view's documents: every settled node's body
             return [
                 (query.extractor(node.output) or _EMPTY_FIELDS).body_text
@@ -218,6 +220,8 @@ def _ranked(
     observed = [to_micros(snapshot.nodes[node_id].observed_at) for node_id, *_ in kept]
     reference_time = to_micros(snapshot.captured_at)
     if spec.time_reference == "newest" and kept:
+        # "newest": ages count from the newest kept candidate, not from the capture,
+        # so a snapshot read long after the run does not age every node alike.
         reference_time = max(observed)
     matches: list[Match] = []
     for (node_id, distance, fields, routing_key), axis, seen in zip(
@@ -255,6 +259,7 @@ def _bridged(matches: list[Match], spec: WalkSpec) -> list[Match]:
             semantic=(axis := min(m.semantic + spec.bridge, 1.0)),
             score=composite_score(spec.weights, m.graph, m.temporal, axis),
         )
+        # The top match's own evidence does not bridge to itself.
         if m is not top and named(m.evidence, runs)
         else m
         for m in matches
@@ -288,6 +293,7 @@ def _distinct_first(matches: list[Match]) -> tuple[list[Match], int]:
     first: list[Match] = []
     repeats: list[Match] = []
     for m in matches:
+        # Empty bodies are never repeats: nodes with no text are not duplicates of each other.
         (repeats if m.body_text and m.body_text in bodies_seen else first).append(m)
         bodies_seen.add(m.body_text)
     return first + repeats, len(first)
@@ -325,6 +331,7 @@ def semantic_axes(
         for part, weight in scorer.parts:
             axes = semantic_axes(part, text, bodies, corpus)
             value = [v + weight * a for v, a in zip(value, axes, strict=True)]
+        # Each part's axis is clamped first, so one unbounded part cannot outweigh its weight.
         return [clamp_axis(v / scorer.total) for v in value]
     return [clamp_axis(scorer(text, body)) for body in bodies]
 
@@ -333,6 +340,8 @@ def _supported(
     snapshot: MemorySnapshot, candidates: list[NodeId], semantic: list[float], support: float
 ) -> list[float]:
     """Each axis plus ``support`` times the best axis among candidates sharing an edge with it."""
+    # Support is read from the axes before this pass (`axis`, not the result),
+    # so the outcome does not depend on edge order and support does not chain.
     axis = dict(zip(candidates, semantic, strict=True))
     best = dict.fromkeys(candidates, 0.0)
     for edge in snapshot.edges:

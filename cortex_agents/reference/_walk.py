@@ -71,6 +71,7 @@ def walk_candidates(
     merged: dict[NodeId, int] = {}
     for relation in direction_relations(snapshot, direction):
         for node, hops in bfs_distance(relation, NodeId(origin)).items():
+            # The default is one more than `hops`, so a node's first distance is always kept.
             if node != origin and hops < merged.get(node, hops + 1):
                 merged[node] = hops
     return merged

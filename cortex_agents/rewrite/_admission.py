@@ -49,6 +49,7 @@ def static_cost(proposal: RewriteProposal, diff: RewriteDiff) -> dict[str, int]:
         "nodes": len(diff.nodes),
         "edges": len(diff.edges_added),
         "depth": depth,
+        # The subgraph takes the anchor's one slot in the chain; only the extra width counts.
         "breadth": max(0, widest - 1),
         "operations": 1,
     }
@@ -62,6 +63,8 @@ def recorded_proposal(raw: Any) -> dict[str, Any]:
         except (TypeError, ValueError, AttributeError):
             return {"submitted": repr(raw)}
     try:
+        # A rejected proposal is recorded whatever it holds: default=repr keeps the
+        # unserializable parts as text instead of failing the record.
         value = json.loads(json.dumps(raw, allow_nan=False, default=repr))
     except (TypeError, ValueError):
         value = repr(raw)
@@ -83,6 +86,8 @@ def _local_cycle(nodes: list[str], edges: tuple[tuple[str, str], ...]) -> list[s
     succs: dict[str, list[str]] = {n: [] for n in nodes}
     for s, t in edges:
         succs[s].append(t)
+    # Iterative three-colour DFS (0 unseen, 1 on the path, 2 done): meeting a node
+    # still on the path closes a cycle, and the path gives its members.
     color = dict.fromkeys(nodes, 0)
     for root in nodes:
         if color[root]:
@@ -249,8 +254,12 @@ def admit(
     """
     before = remaining(granted, state.budget_spent())
     recorded = recorded_proposal(raw)
+    # Set before the checks: a rejection before the cost is known records an
+    # empty cost; a budget rejection records the cost that did not fit.
     cost: dict[str, int] = {}
     try:
+        # First, before parsing: past the cap a proposal is refused whatever it holds,
+        # so a stage gets no further shape or topology feedback to revise with.
         if attempt > policy.attempts:
             raise Rejection(
                 "policy_rejected",

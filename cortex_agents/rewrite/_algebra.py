@@ -114,6 +114,7 @@ def plan_diff(
         {
             "id": new(n.id),
             "kind": n.kind,
+            # The proposal's own keys win: the kind's base config is only the default.
             "config": {**dict(base_config.get(n.kind, {})), **dict(n.config)},
         }
         for n in spec.nodes
@@ -121,6 +122,8 @@ def plan_diff(
     entry = tuple(new(x) for x in spec.entry)
     exit_ = tuple(new(x) for x in spec.exit)
     preds, succs = state.predecessors(anchor), state.successors(anchor)
+    # A replaced anchor retires, so its predecessors feed the entry set directly;
+    # otherwise the anchor stays and feeds the entry set itself.
     upstream = preds if proposal.form == "expand_replace" else (anchor,)
     edges_added = (
         *((u, e) for u in upstream for e in entry),

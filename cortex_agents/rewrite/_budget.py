@@ -60,6 +60,8 @@ def budget_problems(budget: Any, where: str = "rewrite_budget") -> list[tuple[st
     problems = []
     for dimension, amount in budget.items():
         if dimension not in DIMENSIONS:
+            # The key is untrusted (a wire file, a model's arguments): a non-string or a
+            # long one would make the error location unreadable, so it is elided.
             shown = dimension if isinstance(dimension, str) and len(dimension) <= 40 else "..."
             problems.append((f"{where}.{shown}", unknown_dimension_rule()))
         elif isinstance(amount, bool) or not isinstance(amount, int) or amount < 0:
@@ -69,6 +71,8 @@ def budget_problems(budget: Any, where: str = "rewrite_budget") -> list[tuple[st
 
 def remaining(granted: Mapping[str, int], spent: Mapping[str, int]) -> dict[str, int]:
     """What is left of ``granted`` after ``spent``, per dimension (never below zero)."""
+    # Clamped: a budget granted lower than what earlier rewrites already spent leaves
+    # nothing, rather than a negative amount that would read as debt.
     return {d: max(0, granted.get(d, 0) - spent.get(d, 0)) for d in DIMENSIONS}
 
 
@@ -95,6 +99,8 @@ def local_shape(nodes: Sequence[str], edges: Sequence[tuple[str, str]]) -> tuple
         succs[source].append(target)
     indegree = {n: len(preds[n]) for n in nodes}
     level = dict.fromkeys(nodes, 0)
+    # Kahn's order: a node is popped only after all its predecessors, so its level
+    # is final; which ready node goes first does not change any level.
     ready = [n for n in nodes if indegree[n] == 0]
     while ready:
         node = ready.pop()

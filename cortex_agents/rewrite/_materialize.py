@@ -41,6 +41,9 @@ def materialize(fact: RewriteFact, at: datetime) -> list[Event]:
         )
     diff = RewriteDiff.from_dict(fact.diff)
     tag = f"rewrite-{fact.rewrite_id}"
+    # The order is the fold's: a node retires only once its edges are gone, an edge
+    # needs both ends scheduled, and `rewrite_applied` checks the diff's nodes exist;
+    # so removals, then nodes, then edges, then the retirement, then the watermark.
     events: list[Event] = [
         EdgeRemoved(source=NodeId(s), target=NodeId(t), at=at) for s, t in diff.edges_removed
     ]

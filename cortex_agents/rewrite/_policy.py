@@ -31,6 +31,7 @@ class RewritePolicy:
     attempts: int = 3
 
     def __post_init__(self) -> None:
+        # A bare string is one form, not a sequence of one-letter forms.
         forms = tuple(self.forms) if not isinstance(self.forms, str) else (self.forms,)
         if not forms or any(f not in FORMS for f in forms) or len(set(forms)) != len(forms):
             raise InvalidArgument(
@@ -38,6 +39,7 @@ class RewritePolicy:
             )
         object.__setattr__(self, "forms", forms)
         if (
+            # bool subclasses int: without this, `attempts=True` would pass as 1.
             isinstance(self.attempts, bool)
             or not isinstance(self.attempts, int)
             or not 1 <= self.attempts <= 16

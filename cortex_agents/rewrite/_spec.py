@@ -168,6 +168,8 @@ def _string(value: Any, where: str) -> str:
 
 def _local_id(value: Any, where: str) -> str:
     text = _string(value, where)
+    # Checked before the pattern (which also excludes it) to name the reason:
+    # `:` is the separator of `anchor:local`.
     if ":" in text:
         raise ProposalInvalid(where, f"local ids may not contain `:` (got {text!r})")
     if not LOCAL_ID_PATTERN.fullmatch(text):
@@ -189,6 +191,9 @@ def _config(value: Any, where: str) -> dict[str, Any]:
     if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
         raise ProposalInvalid(where, "must be an object with string keys")
     try:
+        # allow_nan=False: NaN and Infinity are not JSON, and the config is recorded
+        # in the log; the round trip below also turns tuples into lists, so the
+        # recorded config equals the one a replay reads back.
         text = json.dumps(dict(value), allow_nan=False, sort_keys=True)
     except (TypeError, ValueError) as exc:
         raise ProposalInvalid(where, f"must be JSON ({exc})") from None
@@ -230,6 +235,8 @@ def parse_proposal(raw: Any) -> RewriteProposal:
     """
     if isinstance(raw, RewriteProposal):
         try:
+            # A dataclass does not check its field types: a wrong one fails here, and is
+            # reported as a shape error like any bad JSON.
             raw = raw.to_dict()
         except (TypeError, ValueError, AttributeError) as exc:
             raise ProposalInvalid(

@@ -144,8 +144,13 @@ class SqliteFileGuard:
 
 def _advisory_key(namespace: Namespace) -> int:
     """The signed 64-bit Postgres advisory-lock key of a scratch namespace."""
+    # NUL joins the labels (ids cannot hold one), so distinct namespaces hash
+    # distinct texts; the prefix keeps the keys apart from other advisory locks
+    # taken on the same database.
     text = "cortex-agents/scratch\x00" + "\x00".join(namespace)
     digest = hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest()
+    # Signed: pg_advisory_xact_lock takes a bigint, and an unsigned 64-bit value
+    # could overflow it.
     return int.from_bytes(digest, "big", signed=True)
 
 
@@ -217,6 +222,8 @@ def guard_for(store: BaseStore) -> WriteGuard:
         return ProcessLockGuard(store)
     if isinstance(store, SqliteStore):
         rows = store.conn.execute("PRAGMA database_list").fetchall()
+        # SQLite reports an empty file name for an in-memory or temporary database:
+        # nothing outside this process can reach it, so a process lock suffices.
         main_file = next((row[2] for row in rows if row[1] == "main"), "")
         if not main_file:
             return ProcessLockGuard(store)

@@ -117,6 +117,9 @@ def _open_postgres(url: str) -> Iterator[ScratchBackend]:
     from psycopg import Connection
     from psycopg.rows import dict_row
 
+    # The settings LangGraph's Postgres store expects of a connection it is
+    # given: autocommit (it opens its own transactions), dict rows (it reads
+    # columns by name), and no server-side prepared statements.
     with postgres_reachable(url):
         conn: Connection[Any] = Connection.connect(
             url, autocommit=True, prepare_threshold=0, row_factory=dict_row

@@ -110,6 +110,8 @@ class RenderedMemory:
 
 def _fence(body: str) -> str:
     longest = max((len(run) for run in _BACKTICK_RUN.findall(body)), default=0)
+    # Three is the shortest Markdown fence; one more than the longest run inside
+    # means no backtick run in the body can close it.
     return "`" * max(3, longest + 1)
 
 
@@ -307,6 +309,7 @@ def connector_problems(settings: object, where: str = "config.scratch_connector"
     problems = []
     for key, value in settings.items():
         try:
+            # One key at a time, so every bad key is reported, not only the first.
             connector_from_config({key: value}, where)
         except InvalidArgument as exc:
             problems.append(Problem(exc.field, f"{exc.rule} (got {exc.value!r})"))

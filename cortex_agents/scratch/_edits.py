@@ -96,6 +96,7 @@ def insert_lines(text: str, line: int, new_text: str, *, path: str) -> str:
             f"{path!r}, which has {len(lines)} line{'s' * (len(lines) != 1)})",
             line,
         )
+    # A lone newline has no lines by split_lines' rule; it still inserts one empty line.
     added = split_lines(new_text) or [""]
     joined = "\n".join([*lines[:line], *added, *lines[line:]])
     at_end = line == len(lines)

@@ -78,6 +78,7 @@ def _segment_rule(segment: str) -> str | None:
     """The rule ``segment`` breaks, or None when it is a valid segment."""
     if len(segment) > MAX_SEGMENT_CHARS:
         return (
+            # Quoted cut: a segment this long would fill the model's error result.
             f"segment {segment[:16]!r}... is {len(segment)} characters long; "
             f"the limit is {MAX_SEGMENT_CHARS}"
         )
@@ -97,6 +98,8 @@ def _segment_rule(segment: str) -> str | None:
 
 def _character_rule(raw: str) -> str | None:
     """The rule a character of ``raw`` breaks, or None when every character may appear."""
+    # NUL gets a rule of its own, ahead of the control characters: the path is a
+    # store key, and Postgres text cannot hold NUL at all.
     if "\x00" in raw:
         return "must not contain NUL (U+0000)"
     for char in raw:

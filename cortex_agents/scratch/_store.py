@@ -143,6 +143,8 @@ def _namespace_label(name: str, value: object) -> str:
         value.encode("utf-8")
     except UnicodeEncodeError:
         raise InvalidArgument(name, "must be valid Unicode text", value) from None
+    # `%` first: escaping `.` first would turn its `%2E` into `%252E` and two ids
+    # could meet in one label.
     return value.replace("%", "%25").replace(".", "%2E")
 
 
@@ -189,12 +191,16 @@ def _content(item: Item) -> str:
 
 def _scan_namespace(store: BaseStore, namespace: tuple[str, ...]) -> dict[str, str]:
     """Every file of ``namespace`` read through ``store``: path -> content."""
+    # One page holds a full namespace plus one, so the loop normally ends after
+    # one search; it still pages on if something else wrote more.
     page = MAX_FILES + 1
     found: dict[str, str] = {}
     offset = 0
     while True:
         items = store.search(namespace, limit=page, offset=offset)
         for item in items:
+            # search() matches a namespace prefix: items of a deeper namespace are not
+            # files of this one.
             if tuple(item.namespace) == namespace:
                 found[item.key] = _content(item)
         if len(items) < page:
@@ -315,6 +321,7 @@ class ScratchMemory:
             MemoryNotFound, MemoryIsADirectory, MemoryNotADirectory: as named.
         """
         where = parse_path(path)
+        # Unguarded: every write is one put or one batch, so a read needs no lock.
         item = self.store.get(self.namespace, where.text)
         if item is not None:
             return _content(item)
@@ -436,6 +443,7 @@ class ScratchMemory:
         """
         where = parse_path(path)
         with self.guard.hold(self.namespace) as store:
+            # A file is one get; only a directory delete needs the whole namespace scanned.
             if store.get(self.namespace, where.text) is not None:
                 store.delete(self.namespace, where.text)
                 return 1
@@ -567,6 +575,8 @@ class ScratchMemory:
                 PutOp(self.namespace, new, {"content": files[old]}, index=False)
                 for old, new in moved.items()
             ]
+            # PutOp with value None is LangGraph's delete: copies and removals go in one
+            # batch, so a reader never sees a file in both places or in neither.
             ops += [PutOp(self.namespace, old, None) for old in moved]
             store.batch(ops)
             return len(moved)

@@ -111,9 +111,12 @@ def build_chat_model(
         model=model,
         base_url=base_url or None,
         api_key=SecretStr(api_key),
+        # Temperature 0 and a fixed seed: as repeatable as the provider allows, so
+        # recordings and reruns stay close; the cassettes make replays exact.
         temperature=0,
         seed=seed,
         max_retries=max_retries,
+        # Bounded: a turn never hangs a stage; minutes, for a small local model on a shared CPU.
         timeout=300,
         **cap,
     )
@@ -133,6 +136,7 @@ def chat_model_from_env(env: Mapping[str, str] | None = None) -> BaseChatModel |
     return build_chat_model(
         model=env.get("CORTEX_MODEL", "gpt-4o-mini"),
         base_url=base_url,
+        # A local OpenAI-compatible server needs no key, but ChatOpenAI requires one.
         api_key=key or "sk-local",
         seed=int(env.get("CORTEX_SEED", "7")),
         max_tokens=int(env.get("CORTEX_MAX_TOKENS", "256")),
@@ -148,6 +152,8 @@ _RUNTIME_ADVICE: Final = "pass services={'chat_model': ...} to the Runtime"
 
 def _model(ctx: StageContext) -> BaseChatModel:
     """The stage's chat model: the runtime's ``chat_model`` service, else one from the environment."""
+    # An injected model wins over the environment, so tests and replays never
+    # reach a provider configured in the shell.
     model = ctx.extras.get(CHAT_MODEL) or chat_model_from_env()
     if model is None:
         advice = ctx.extras.get(MODEL_ADVICE) or _RUNTIME_ADVICE
@@ -206,6 +212,7 @@ def tool_policy(ctx: StageContext) -> ToolPolicy:
     if not isinstance(raw, Mapping):
         raise InvalidArgument("config.tools", "must be a table", raw)
     for name, service in (("force", TOOL_FORCE), ("resend_invalid", TOOL_RESEND_INVALID)):
+        # The stage's own table wins: the runtime's service only fills what it leaves out.
         if name not in raw and (value := ctx.extras.get(service)) is not None:
             raw = {**raw, name: value}
     allowed = {
@@ -313,6 +320,8 @@ def converse(
     )
     if answering is None or answering.answered or answer is None:
         return result
+    # A tool-turn answer that already parses is kept: asking again would spend a
+    # turn and change the recorded exchange.
     if answer.parse(str(result.message.content)) is not None:
         return result
     # It answered on a tool turn, where no format can be asked: ask for the answer in it.

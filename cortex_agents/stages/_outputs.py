@@ -70,6 +70,8 @@ class _Answer(BaseModel):
     parsing is lenient (a missing list or note takes its default, extra keys are ignored),
     so an answer written from the prompt alone, without structured output, still parses."""
 
+    # The strictness lives in the schema sent (json_schema_extra), the leniency in
+    # the parser (extra="ignore"): one model, two audiences.
     model_config = ConfigDict(extra="ignore", json_schema_extra=_strict)
 
 
@@ -191,5 +193,7 @@ def parse_output(text: str, model: type[M]) -> M | None:
                 return model.model_validate(value)
             except ValidationError:
                 pass
+        # Every `{` is a candidate start: a model may write prose with braces, or
+        # an invalid object, before the one asked for.
         start = text.find("{", start + 1)
     return None

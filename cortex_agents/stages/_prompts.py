@@ -27,6 +27,7 @@ def _folders(override: str | Path | None) -> list[Path]:
     folders = []
     if override is not None:
         folders.append(Path(override))
+    # Truthiness, not presence: an empty variable means unset, not the current directory.
     if os.environ.get("CORTEX_PROMPTS_DIR"):
         folders.append(Path(os.environ["CORTEX_PROMPTS_DIR"]))
     folders.append(bundled_path("prompts"))
@@ -63,6 +64,8 @@ def render(template: str, **values: object) -> str:
         InvalidArgument: a placeholder has no value.
     """
     try:
+        # substitute, not safe_substitute: a missing value must fail here rather
+        # than reach the model as a literal `$name`.
         return Template(template).substitute({k: str(v) for k, v in values.items()})
     except KeyError as exc:
         raise InvalidArgument(

@@ -82,6 +82,7 @@ def _plain_text(schema: Any) -> Any:
     """``schema`` with each bounded free-text string as a pattern a grammar keeps plain."""
     if isinstance(schema, dict):
         out = {k: _plain_text(v) for k, v in schema.items()}
+        # An enum (a Literal) already fixes the string's text; only free text needs the pattern.
         if out.get("type") == "string" and "maxLength" in out and "enum" not in out:
             out["pattern"] = _PLAIN % out.pop("maxLength")
         return out
@@ -117,10 +118,13 @@ class AnswerFormat(Generic[A]):
     def __post_init__(self) -> None:
         if not self.schema:
             raw = self.model.model_json_schema()
+            # Inlined so `narrowed` reaches a nested field by a plain path of keys
+            # (pydantic puts nested models under `$defs` behind `$ref`s).
             object.__setattr__(self, "schema", _inline(raw, raw.get("$defs", {})))
 
     def narrowed(self, path: Sequence[str], **keywords: Any) -> AnswerFormat[A]:
         """A copy whose sub-schema at ``path`` (keys into the schema) also has ``keywords``."""
+        # A deep copy: formats share their schema, and a narrowed one must not leak into it.
         schema = copy.deepcopy(dict(self.schema))
         node: Any = schema
         for key in path:
@@ -147,6 +151,8 @@ class AnswerFormat(Generic[A]):
 
 def _speaks_openai(model: Any) -> bool:
     try:
+        # Imported here, not at the top: langchain_openai (and openai) load only
+        # when a stage actually decides its form.
         from langchain_openai.chat_models.base import BaseChatOpenAI
     except ImportError:  # pragma: no cover - a core dependency
         return False
@@ -154,6 +160,7 @@ def _speaks_openai(model: Any) -> bool:
 
 
 def _checked(value: object, field_name: str) -> Form | Literal["auto"]:
+    # Returns the member of FORMS, not `value`, so the result is typed as a Form.
     for form in FORMS:
         if value == form:
             return form
@@ -175,6 +182,7 @@ def structured_form(
     for value, where in (
         (config.get(STRUCTURED_OUTPUT), f"config.{STRUCTURED_OUTPUT}"),
         (services.get(STRUCTURED_OUTPUT), f"services.{STRUCTURED_OUTPUT}"),
+        # An empty variable counts as unset, not as an invalid form.
         (env.get(ENV) or None, f"${ENV}"),
     ):
         if value is not None and (form := _checked(value, where)) != "auto":

@@ -51,6 +51,8 @@ def check_tool_turn_cap(value: object, field: str, *, max_tokens: int | None = N
 
 def is_forced(tool_choice: Any) -> bool:
     """Whether a ``tool_choice`` forces a call: ``required``, a tool's name, or OpenAI's named form."""
+    # An allow-list of the non-forcing values: any other form (a name, OpenAI's
+    # `{"type": "function", ...}` dict, "any") forces a call.
     return tool_choice not in (None, "auto", "none")
 
 
@@ -63,6 +65,7 @@ def _cap_kwargs(model: Any, cap: int) -> dict[str, Any]:
     """
     extra = getattr(model, "extra_body", None)
     if isinstance(extra, Mapping) and "max_tokens" in extra:
+        # The whole extra_body is replaced by the bind, so its other keys are copied along.
         return {"extra_body": {**extra, "max_tokens": cap}}
     return {"max_tokens": cap}
 

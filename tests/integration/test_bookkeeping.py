@@ -14,7 +14,7 @@ from cortex_agents.runtime import Runtime, StageContext, TickingClock, WireBuild
 from cortex_agents.runtime._graph import FRONTIER_CACHE
 from cortex_agents.substrate import StageFailed, ToolCallMade
 from cortex_agents.substrate._branch import STATE_CACHE
-from tests.helpers import T0
+from tests.support.helpers import T0
 
 STEPS = 2000
 # The run's own events cost ~1 KB a step; one materialized state kept per step adds ~1.4 KB.

@@ -9,7 +9,7 @@ import pytest
 
 from cortex_agents.persistence import Cursor, open_saver
 from cortex_agents.substrate import SubstrateLog
-from tests.graphs import chain_graph, expected_log
+from tests.support.graphs import chain_graph, expected_log
 
 
 def config(thread: str = "t1", **extra) -> dict:

@@ -31,9 +31,9 @@ from cortex_agents.cli._narrow import command_lines
 from cortex_agents.cli._run_cmd import _Printer
 from cortex_agents.persistence import memory_saver
 from cortex_agents.runtime import Runtime, TickingClock, load_wire
-from tests.chat import call, say
-from tests.helpers import T0
 from tests.integration.test_llm_stages import model
+from tests.support.chat import call, say
+from tests.support.helpers import T0
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "claim_review.json"
 THREAD = "claim-review-imported-2026-01-01-run-0001"  # 41 characters: a table cell would cut it

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cortex_agents.persistence import Cursor
 from cortex_agents.substrate._packed import CHUNK
-from tests.graphs import chain_graph, expected_log
+from tests.support.graphs import chain_graph, expected_log
 
 
 def chunks(log) -> list[object]:

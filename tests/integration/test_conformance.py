@@ -1,7 +1,7 @@
 """langgraph-checkpoint-conformance (0.0.2) on every saver we ship, async and sync.
 
 The suite drives the async API; the sync savers are driven through their sync methods
-(``tests.conformance_support.sync_driven``). Besides the base capabilities every saver
+(``tests.support.conformance.sync_driven``). Besides the base capabilities every saver
 offers the optional ones CortexSaver implements: copy_thread, delete_for_runs, prune.
 """
 
@@ -14,7 +14,7 @@ import pytest
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 
 from cortex_agents.persistence import aopen_saver, memory_saver, open_saver
-from tests.conformance_support import fenced_writes, sync_driven
+from tests.support.conformance import fenced_writes, sync_driven
 
 CAPABILITIES = (
     "put",

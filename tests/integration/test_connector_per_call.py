@@ -14,8 +14,8 @@ from cortex_agents.runtime import Runtime, StageContext, TickingClock, WireBuild
 from cortex_agents.scratch import open_scratch
 from cortex_agents.scratch._connector import MEMORY_MESSAGE_ID, connector_problems
 from cortex_agents.stages import converse
-from tests.chat import ScriptedChatModel, call, say
-from tests.helpers import T0
+from tests.support.chat import ScriptedChatModel, call, say
+from tests.support.helpers import T0
 
 
 def keeper(ctx: StageContext) -> dict:

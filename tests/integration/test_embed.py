@@ -13,7 +13,7 @@ from cortex_agents.memory import Topological
 from cortex_agents.persistence import memory_saver
 from cortex_agents.runtime import StageContext, TickingClock, stage_node
 from cortex_agents.substrate import SubstrateLog, append_events
-from tests.helpers import T0
+from tests.support.helpers import T0
 
 
 class State(TypedDict, total=False):
@@ -188,7 +188,7 @@ def research_graph(model: Any, on_error: str = "raise") -> Any:
 
 def test_a_stage_node_given_a_model_records_its_tool_calls_between_start_and_outcome():
     from cortex_agents.substrate import StageCompleted, StageStarted, ToolCallMade
-    from tests.chat import ScriptedChatModel, call, say
+    from tests.support.chat import ScriptedChatModel, call, say
 
     chat = ScriptedChatModel(
         script={"You research": [call("cortex_memory_query", {"query_text": "cache"}), say("42")]}

@@ -32,7 +32,7 @@ from cortex_agents.memory import (
 )
 from cortex_agents.reference import query_reference
 from cortex_agents.runtime import WireBuilder
-from tests.helpers import node, snapshot
+from tests.support.helpers import node, snapshot
 
 CASSETTE = Path(__file__).resolve().parents[2] / "cassettes" / "embeddings_langchain.yaml"
 TEXTS = [

@@ -24,8 +24,8 @@ from cortex_agents.errors import StorageError, WriterFenced
 from cortex_agents.persistence import aopen_saver, memory_saver, open_saver
 from cortex_agents.runtime import Runtime, StageContext, WireBuilder
 from cortex_agents.substrate import StageStarted
-from tests.fencing_support import lose_lock, table_rows
-from tests.graphs import chain_graph, expected_log
+from tests.support.fencing import lose_lock, table_rows
+from tests.support.graphs import chain_graph, expected_log
 
 CONFIG = {"configurable": {"thread_id": "t"}}
 WIRE = Path(__file__).with_name("fencing_wire.py")

@@ -14,7 +14,7 @@ import multiprocessing
 import pytest
 
 from cortex_agents.persistence import aopen_saver, open_saver
-from tests.graphs import chain_graph
+from tests.support.graphs import chain_graph
 
 OPENERS = 4
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from cortex_agents.runtime import Runtime, StageContext, TickingClock, WireBuilder
 from cortex_agents.substrate import StageCompleted, StageStarted, SubstrateLog, fold
-from tests.helpers import T0
+from tests.support.helpers import T0
 
 
 def seen_by(snapshot_nodes, snapshot_edges) -> dict[str, Any]:

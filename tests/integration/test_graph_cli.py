@@ -14,7 +14,7 @@ from cortex_agents.cli import app
 from cortex_agents.persistence import open_saver
 from cortex_agents.rewrite import RewritePolicy
 from cortex_agents.runtime import Runtime, StageContext, TickingClock, WireBuilder
-from tests.helpers import T0
+from tests.support.helpers import T0
 
 runner = CliRunner()
 THREAD = "run-1"

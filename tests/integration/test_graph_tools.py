@@ -31,7 +31,7 @@ from cortex_agents.tools import (
     graph_memory_tools,
     substrate_from_snapshot,
 )
-from tests.chat import ScriptedChatModel, say
+from tests.support.chat import ScriptedChatModel, say
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "claim_review.json"
 SERDE = JsonPlusSerializer()

@@ -25,7 +25,7 @@ from cortex_agents.substrate import (
     append_events,
     event_to_dict,
 )
-from tests.helpers import T0, at
+from tests.support.helpers import T0, at
 
 
 def dicts(*events) -> list[dict[str, Any]]:

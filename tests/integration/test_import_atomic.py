@@ -11,8 +11,8 @@ import pytest
 from cortex_agents.errors import StorageError
 from cortex_agents.persistence import export_document, import_document, is_postgres_url, open_saver
 from cortex_agents.snapshotfile import dump_snapshot, load_snapshot
-from tests.fencing_support import table_rows
-from tests.graphs import chain_graph, expected_log, stage_events
+from tests.support.fencing import table_rows
+from tests.support.graphs import chain_graph, expected_log, stage_events
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "claim_review.json"
 

@@ -8,7 +8,7 @@ database the server wrote, and ``memory query`` on what the reviewer saw
 reproduces the ranking the server streamed.
 
 On Postgres (``CORTEX_SERVER_DB=postgresql://...``, a fresh database), a
-wire of the tests' own (``tests/server_wire.py``) serves two runs at once:
+wire of the tests' own (``tests/support/server_wire.py``) serves two runs at once:
 both complete, overlap in time, validate and export.
 """
 
@@ -33,7 +33,7 @@ import pytest
 from cortex_agents.persistence import Cursor, export_document, open_saver
 from cortex_agents.snapshotfile import dump_snapshot
 from cortex_agents.substrate import StageCompleted, StageStarted, ToolCallMade
-from tests.schema_chat import SchemaChat, serve_schema_chat
+from tests.support.schema_chat import SchemaChat, serve_schema_chat
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -300,7 +300,7 @@ def test_two_concurrent_runs_on_a_postgres_server_db_complete_export_and_validat
     # two runs submitted together, served concurrently, both stored as rows there.
     from langgraph_sdk import get_sync_client
 
-    # each run's first stage waits there until both runs are in flight (tests/server_wire.py):
+    # each run's first stage waits there until both runs are in flight (tests/support/server_wire.py):
     # a server that serialised them fails that stage, and the run's status says so
     meeting = tmp_path / "meeting"
     meeting.mkdir()
@@ -310,7 +310,7 @@ def test_two_concurrent_runs_on_a_postgres_server_db_complete_export_and_validat
         json.dumps(
             {
                 "dependencies": [str(ROOT)],
-                "graphs": {"waits": f"{ROOT / 'tests' / 'server_wire.py'}:graph"},
+                "graphs": {"waits": f"{ROOT / 'tests' / 'support' / 'server_wire.py'}:graph"},
                 "checkpointer": {"path": "cortex_agents.server.checkpointer"},
             }
         )

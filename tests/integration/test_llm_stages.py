@@ -13,8 +13,8 @@ from cortex_agents.persistence import memory_saver
 from cortex_agents.runtime import Runtime, StageContext, TickingClock, WireBuilder, load_wire
 from cortex_agents.stages import KINDS
 from cortex_agents.substrate import ToolCallMade
-from tests.chat import ScriptedChatModel, call, say
-from tests.helpers import T0
+from tests.support.chat import ScriptedChatModel, call, say
+from tests.support.helpers import T0
 
 PLAN = json.dumps(
     {"claim": "X", "branches": [{"claim_ref": r, "question": f"q{r}"} for r in ("c1", "c2", "c3")]}

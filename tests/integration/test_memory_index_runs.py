@@ -34,8 +34,8 @@ from cortex_agents.reference import query_reference
 from cortex_agents.runtime import Runtime, StageContext, TickingClock, WireBuilder
 from cortex_agents.substrate import StageCompleted, StageStarted, SubstrateLog, fold
 from cortex_agents.tools import SubstrateState, graph_memory_tools, substrate_from_snapshot
-from tests.chat import ScriptedChatModel, say
-from tests.helpers import T0
+from tests.support.chat import ScriptedChatModel, say
+from tests.support.helpers import T0
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "claim_review.json"
 ASKS = [

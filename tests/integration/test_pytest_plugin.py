@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from cortex_agents.testing.pytest_plugin import DEFERRED_HEADER
-from tests.chat_server import ChatServer, serve_chat
+from tests.support.chat_server import ChatServer, serve_chat
 
 pytest_plugins = ["pytester"]
 

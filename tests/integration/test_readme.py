@@ -88,7 +88,7 @@ def test_the_agent_recipe_runs_verbatim_through_langchains_create_agent(monkeypa
     from langchain_core.messages import AIMessage, ToolMessage
 
     from cortex_agents.substrate import ToolCallMade
-    from tests.chat import ScriptedChatModel, say
+    from tests.support.chat import ScriptedChatModel, say
 
     block = agent_recipe(page, heading)
     assert len([line for line in block.splitlines() if line.strip()]) <= 10

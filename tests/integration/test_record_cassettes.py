@@ -16,7 +16,7 @@ import pytest
 
 from cortex_agents._bundled import bundled_path
 from cortex_agents._demo import SCENARIOS
-from tests.chat_server import serve_chat
+from tests.support.chat_server import serve_chat
 
 TOOL = Path(__file__).parents[2] / "tools" / "record_cassettes.py"
 

@@ -11,7 +11,7 @@ import sqlite3
 
 from cortex_agents.persistence import SqliteSubstrateStore, open_saver
 from cortex_agents.substrate import EdgeAdded, Event, NodeScheduled
-from tests.helpers import at
+from tests.support.helpers import at
 
 # (table, referencing columns) deliberately without an index: a thread's node rows
 # go before its event rows, and the node key's branch prefix bounds the check

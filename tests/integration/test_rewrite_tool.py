@@ -8,8 +8,8 @@ from dataclasses import replace
 
 from cortex_agents.rewrite import RewritePolicy
 from cortex_agents.substrate import RewriteAdmitted, RewriteRejected, ToolCallMade
-from tests.chat import call, say
 from tests.integration.test_llm_stages import CLAIM_REVIEW, model, run
+from tests.support.chat import call, say
 
 GAP = say(json.dumps({"verdict": "gap", "gaps": ["c2 lacks a trial"], "notes": "n"}))
 SOUND = say(json.dumps({"verdict": "sound"}))
@@ -209,7 +209,7 @@ def test_non_finite_numbers_in_arguments_are_refused_and_the_run_goes_on(tmp_pat
 
     from cortex_agents.persistence import open_saver
     from cortex_agents.runtime import Runtime, TickingClock
-    from tests.helpers import T0
+    from tests.support.helpers import T0
 
     hostile = {
         **REPAIR,

@@ -26,7 +26,7 @@ from cortex_agents.substrate import (
     StageStarted,
     event_to_dict,
 )
-from tests.helpers import T0
+from tests.support.helpers import T0
 
 
 def work(ctx: StageContext) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from cortex_agents.runtime import (
     load_wire,
 )
 from cortex_agents.substrate import StageStarted, event_to_dict
-from tests.helpers import T0
+from tests.support.helpers import T0
 
 DEMO = "graphs/fanout_demo.py"
 

@@ -17,7 +17,7 @@ from cortex_agents import aopen_saver, open_saver
 from cortex_agents.errors import InvalidArgument
 from cortex_agents.persistence import CortexSaver, SaverContext
 from cortex_agents.runtime import Runtime, WireBuilder
-from tests.graphs import chain_graph
+from tests.support.graphs import chain_graph
 
 CONFIG = {"configurable": {"thread_id": "t"}}
 

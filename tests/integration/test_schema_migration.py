@@ -14,7 +14,7 @@ from cortex_agents.persistence import Cursor, open_saver
 from cortex_agents.persistence._schema import LATEST_VERSION, MIGRATIONS, migrate
 from cortex_agents.persistence._store import encode_event
 from cortex_agents.substrate import EdgeAdded, NodeScheduled, SubstrateLog
-from tests.helpers import at
+from tests.support.helpers import at
 
 
 class _Raw:

@@ -30,7 +30,7 @@ from cortex_agents.errors import (
 from cortex_agents.persistence import open_saver
 from cortex_agents.scratch import ScratchBackend, ScratchConnector, open_scratch, render_tree
 from cortex_agents.scratch._atomic import PostgresAdvisoryGuard, ProcessLockGuard, SqliteFileGuard
-from tests.scratch_support import everything, node_memory, thread_memory
+from tests.support.scratch import everything, node_memory, thread_memory
 
 
 @pytest.fixture

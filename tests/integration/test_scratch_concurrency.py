@@ -22,7 +22,7 @@ import pytest
 
 from cortex_agents.errors import MemoryNotFound
 from cortex_agents.scratch import open_scratch
-from tests.scratch_support import node_memory, thread_memory
+from tests.support.scratch import node_memory, thread_memory
 
 PROCESSES = 4
 APPENDS = 50

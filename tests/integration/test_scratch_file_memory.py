@@ -16,7 +16,7 @@ import psycopg
 import pytest
 
 from cortex_agents.scratch import ScratchBackend, ScratchMemory, open_scratch, render_tree
-from tests.scratch_support import (
+from tests.support.scratch import (
     RecordingStore,
     call_tool,
     everything,

@@ -12,8 +12,8 @@ from cortex_agents.runtime import Runtime, StageContext, TickingClock, WireBuild
 from cortex_agents.scratch import open_scratch
 from cortex_agents.stages import converse
 from cortex_agents.substrate import ToolCallMade
-from tests.chat import ScriptedChatModel, call, say
-from tests.helpers import T0
+from tests.support.chat import ScriptedChatModel, call, say
+from tests.support.helpers import T0
 
 MEMORY_MESSAGE = "cortex-scratch-memory"
 

@@ -22,8 +22,8 @@ from cortex_agents.persistence import aopen_saver, is_postgres_url, open_saver
 from cortex_agents.persistence._solo import SoloWrites
 from cortex_agents.runtime import LogicalClock, Runtime, TickingClock, WireBuilder, build_graph
 from cortex_agents.substrate import StageCompleted
-from tests.graphs import expected_log
-from tests.helpers import T0
+from tests.support.graphs import expected_log
+from tests.support.helpers import T0
 
 WRITES = [("substrate", [{"a": 1}]), ("scanned", 3), ("branch:to:x", None)]  # a stage's three
 

@@ -31,9 +31,9 @@ from cortex_agents.persistence import Cursor, open_saver, validate_thread
 from cortex_agents.persistence._fencing import Fence
 from cortex_agents.runtime import Runtime, TickingClock, WireBuilder
 from cortex_agents.substrate import event_from_dict
-from tests.fencing_support import table_rows
-from tests.graphs import chain_graph, expected_log, stage_events
-from tests.helpers import T0
+from tests.support.fencing import table_rows
+from tests.support.graphs import chain_graph, expected_log, stage_events
+from tests.support.helpers import T0
 
 CONFIG = {"configurable": {"thread_id": "t"}}
 

@@ -8,7 +8,7 @@ from cortex_agents.errors import InvalidArgument, StorageError, UnknownNode
 from cortex_agents.persistence import import_document, open_saver, open_view
 from cortex_agents.snapshotfile import SnapshotDocument
 from cortex_agents.substrate import EdgeRecord, NodeRecord
-from tests.helpers import T0, at
+from tests.support.helpers import T0, at
 
 
 def workflow() -> SnapshotDocument:

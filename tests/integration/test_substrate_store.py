@@ -7,8 +7,8 @@ import pytest
 from cortex_agents.errors import StorageError
 from cortex_agents.persistence import Cursor, open_saver
 from cortex_agents.substrate import EdgeAdded, SubstrateLog, event_from_dict
-from tests.graphs import expected_log, stage_events
-from tests.helpers import at
+from tests.support.graphs import expected_log, stage_events
+from tests.support.helpers import at
 
 
 def events(i: int, label: str = "main"):
@@ -153,7 +153,7 @@ def test_delete_thread_takes_the_non_string_ids_langgraph_accepts(backend, tmp_p
     from contextlib import nullcontext
 
     from cortex_agents.persistence import memory_saver
-    from tests.graphs import chain_graph
+    from tests.support.graphs import chain_graph
 
     thread = uuid.UUID(int=7)
     config = {"configurable": {"thread_id": thread}}

@@ -7,7 +7,7 @@ import pytest
 
 from cortex_agents.errors import InvalidArgument, StorageError
 from cortex_agents.persistence import is_postgres_url
-from tests.graphs import chain_graph, expected_log
+from tests.support.graphs import chain_graph, expected_log
 
 
 def config(thread: str, **extra) -> dict:

@@ -1,7 +1,7 @@
 """``tool_turn_max_tokens`` caps the turns that force a tool, and only those, in real requests.
 
 A real ``ChatOpenAI`` talks HTTP to a local OpenAI-compatible endpoint
-(``tests/chat_server.py``) that records each request body; no external network.
+(``tests/support/chat_server.py``) that records each request body; no external network.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from cortex_agents.evaluation._reviews import build_review_cases
 from cortex_agents.stages._llm import build_chat_model
 from cortex_agents.stages._tool_turn_cap import ForcedTurnCap
 from cortex_agents.tools import ToolPolicy, run_tool_loop
-from tests.chat_server import serve_chat
+from tests.support.chat_server import serve_chat
 
 ROOT = Path(__file__).parents[2]
 

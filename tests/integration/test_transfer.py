@@ -13,7 +13,7 @@ from cortex_agents.errors import InvalidArgument
 from cortex_agents.memory import query_vectorised
 from cortex_agents.persistence import UnknownThread, export_document, import_document, open_saver
 from cortex_agents.snapshotfile import dump_snapshot, load_snapshot, parse_snapshot
-from tests.graphs import chain_graph
+from tests.support.graphs import chain_graph
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "claim_review.json"
 runner = CliRunner()

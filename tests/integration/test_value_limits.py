@@ -37,7 +37,7 @@ from cortex_agents.snapshotfile import (
 from cortex_agents.substrate import NodeScheduled, SubstrateLog, fold
 from cortex_agents.substrate._bounds import MAX_ID_CHARS, MAX_STRING_CHARS, MAX_TAGS
 from cortex_agents.substrate._events import check_event
-from tests.helpers import T0, at
+from tests.support.helpers import T0, at
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "claim_review.json"
 runner = CliRunner()
@@ -142,7 +142,7 @@ def test_ids_and_tags_a_file_cannot_carry_are_refused_where_they_enter():
 
 def test_a_rewrite_whose_ids_grow_past_the_bound_is_an_invalid_rewrite():
     from cortex_agents.rewrite import DIMENSIONS, RewritePolicy, admit
-    from tests.rewrite_support import VOCABULARY, graph, proposal
+    from tests.support.rewrite import VOCABULARY, graph, proposal
 
     anchor = "a" * (MAX_ID_CHARS - 10)  # a node a run of nested rewrites could have made
     state = graph([("planner", anchor)], completed=("planner",))

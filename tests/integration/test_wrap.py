@@ -26,7 +26,7 @@ from cortex_agents.memory import Topological
 from cortex_agents.persistence import CortexSaver, Cursor
 from cortex_agents.runtime import Runtime, StageContext, TickingClock, load_wire, stage_node
 from cortex_agents.substrate import SubstrateLog, append_events
-from tests.helpers import T0
+from tests.support.helpers import T0
 
 SYNC = [
     "memory",

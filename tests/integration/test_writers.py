@@ -9,7 +9,7 @@ import pytest
 from cortex_agents.errors import ThreadBusy
 from cortex_agents.persistence import _locks as locks
 from cortex_agents.persistence import open_saver
-from tests.graphs import chain_graph, expected_log
+from tests.support.graphs import chain_graph, expected_log
 
 STEPS_PER_WRITER = 6
 CONFIG = {"configurable": {"thread_id": "shared"}}

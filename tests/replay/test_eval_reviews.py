@@ -23,7 +23,7 @@ from cortex_agents.evaluation._review_runs import (
     replay_split,
 )
 from cortex_agents.evaluation._reviews import build_review_cases
-from tests.chat_server import serve_chat
+from tests.support.chat_server import serve_chat
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDER = ROOT / "cassettes" / "reviews"

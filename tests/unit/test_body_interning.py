@@ -12,8 +12,9 @@ from datetime import timedelta
 import numpy as np
 
 from cortex_agents.memory import ExtractedFields, MemorySnapshot
+from cortex_agents.memory._fields import fields_of
 from cortex_agents.substrate import NodeScheduled, StageCompleted, StageStarted, SubstrateLog
-from tests.helpers import T0, snapshot
+from tests.support.helpers import T0, snapshot
 
 
 class Colliding(str):
@@ -42,7 +43,7 @@ def expected_ids(bodies: list[str]) -> list[int]:
 def body_ids(snap: MemorySnapshot, extractor) -> tuple[list[int], list[str]]:
     view = snap.index
     order = [view.position(f"n{i:03d}") for i in range(view.n)]
-    fields = view.fields(extractor)
+    fields = fields_of(view, extractor)
     return fields.body_ids(np.asarray(order)).tolist(), [fields.body(i) for i in order]
 
 
@@ -77,7 +78,7 @@ def test_bodies_arriving_after_the_first_batch_reuse_and_extend_its_ids():
         ]
     half = len(events) // 2
     log = SubstrateLog(events[:half])
-    MemorySnapshot.from_log(log, T0).index.fields(by_text)  # the first batch: interned by hash
+    fields_of(MemorySnapshot.from_log(log, T0).index, by_text)  # the first batch: interned by hash
     log = log.appended(events[half:])  # the later ones: by the lookup
     ids, texts = body_ids(MemorySnapshot.from_log(log, T0), by_text)
     assert ids == expected_ids(bodies) == [0, 1, -1, 0, 2, 1, 3, -1]
@@ -91,4 +92,4 @@ def test_distinct_bodies_with_one_empty_body_number_the_others_densely():
     ids, texts = body_ids(snap, by_text)
     assert ids == [0, 1, -1, 2]
     assert texts == bodies
-    assert snap.index.fields(by_text).fields.body_texts == ["first", "second", "third"]
+    assert fields_of(snap.index, by_text).fields.body_texts == ["first", "second", "third"]

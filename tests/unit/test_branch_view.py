@@ -34,8 +34,8 @@ from cortex_agents.substrate._branch import (
     STATE_CACHE,
     chain_digest,
 )
-from tests.helpers import T0, at
-from tests.substrate_support import next_event, random_run
+from tests.support.helpers import T0, at
+from tests.support.substrate import next_event, random_run
 
 
 def fresh(log: SubstrateLog) -> SubstrateLog:

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cortex_agents.memory import MemorySnapshot, default_extractor
+from cortex_agents.memory._fields import fields_of
 from cortex_agents.substrate import (
     NodeRecord,
     NodeScheduled,
@@ -21,7 +22,7 @@ from cortex_agents.substrate import (
 )
 from cortex_agents.substrate._compact import MAX_PACKED_DEPTH, hold, release
 from cortex_agents.substrate._events import MAX_DEPTH
-from tests.helpers import T0, at
+from tests.support.helpers import T0, at
 
 VALUES = settings(max_examples=300, deadline=None)
 
@@ -215,7 +216,7 @@ def test_the_memory_index_holds_the_records_own_held_outputs_not_copies():
         assert index.outputs[index.pos[f"n{i}"]] is held
     assert type(index.outputs[0]) is bytes and index.outputs[5] is state.nodes["n5"].held_output
     # and memory reads them as the outputs they are
-    fields = view.fields(default_extractor)
+    fields = fields_of(view, default_extractor)
     assert [fields.body(index.pos[f"n{i}"]) for i in range(5)] == [
         default_extractor(o).body_text for o in outputs[:5]
     ]
@@ -236,7 +237,7 @@ def test_a_snapshot_index_holds_the_records_held_outputs():
     snapshot = MemorySnapshot.of(records, [], at(10))
     index = snapshot.index.index
     assert all(index.outputs[i] is records[i].held_output for i in range(3))
-    assert snapshot.index.fields(default_extractor).body(2) == "risk 2"
+    assert fields_of(snapshot.index, default_extractor).body(2) == "risk 2"
 
 
 def test_dataclasses_replace_keeps_or_changes_the_output():

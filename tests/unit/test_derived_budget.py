@@ -24,8 +24,8 @@ from cortex_agents.substrate._branch import (
 )
 from cortex_agents.substrate._budget import DerivedBudget
 from cortex_agents.tools._latest_work import LatestWork, latest_work
-from tests.helpers import at
-from tests.substrate_support import random_run
+from tests.support.helpers import at
+from tests.support.substrate import random_run
 
 
 def test_a_put_past_the_capacity_evicts_by_weight_instead_of_raising():
@@ -137,7 +137,7 @@ def test_a_branch_reports_what_each_kind_of_its_budget_holds():
 def test_the_saver_reports_its_branches_budgets(tmp_path):
     from cortex_agents.persistence import memory_saver
     from cortex_agents.runtime import Runtime, TickingClock, WireBuilder
-    from tests.helpers import T0
+    from tests.support.helpers import T0
 
     builder = WireBuilder("chain").kind("step", lambda ctx: {"ok": True})
     for i in range(6):

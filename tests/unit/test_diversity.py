@@ -30,8 +30,8 @@ from cortex_agents.memory import (
 )
 from cortex_agents.memory._diversity import MMR_DEPTH, MMR_LAMBDA, mmr_order, token_similarity
 from cortex_agents.reference import query_reference
-from tests.embedding_support import HashEmbedder
-from tests.helpers import call_memory_tool, node, snapshot
+from tests.support.embedding import HashEmbedder
+from tests.support.helpers import call_memory_tool, node, snapshot
 
 QUESTION = "Who was born first, Badly Drawn Boy or Wolf Alice?"
 BODIES = {

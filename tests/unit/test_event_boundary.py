@@ -28,7 +28,7 @@ from cortex_agents.substrate import (
     event_to_dict,
 )
 from cortex_agents.substrate._events import MAX_DEPTH
-from tests.helpers import at
+from tests.support.helpers import at
 
 SERDE = JsonPlusSerializer()
 

@@ -11,7 +11,7 @@ from cortex_agents.memory import (
     projection_extractor,
     query_vectorised,
 )
-from tests.helpers import at, node
+from tests.support.helpers import at, node
 
 
 def test_peels_a_single_envelope():

@@ -10,7 +10,7 @@ from cortex_agents.memory import (
     query_vectorised,
 )
 from cortex_agents.reference import query_reference, relations_of
-from tests.helpers import FANOUT_EDGES, FANOUT_NODES, snapshot
+from tests.support.helpers import FANOUT_EDGES, FANOUT_NODES, snapshot
 
 GRAPH_ONLY = Weights(graph=1, temporal=0, semantic=0)
 ENGINES = [query_reference, query_vectorised]

@@ -25,8 +25,8 @@ from cortex_agents.memory import (
 from cortex_agents.memory._feedback import FEEDBACK_SCORER, feedback_text
 from cortex_agents.memory._presets import BUILTIN_PRESETS, FEEDBACK, FEEDBACK_DEPTH
 from cortex_agents.reference import query_reference, semantic_axes
-from tests.embedding_support import HashEmbedder
-from tests.helpers import call_memory_tool, node, snapshot
+from tests.support.embedding import HashEmbedder
+from tests.support.helpers import call_memory_tool, node, snapshot
 
 QUESTION = "What currency predated the Euro in the country Signmark is from?"
 BODIES = {

@@ -38,8 +38,8 @@ from cortex_agents.substrate import (
 )
 from cortex_agents.substrate import _adjacency as adjacency
 from cortex_agents.substrate._adjacency import Links, appended
-from tests.helpers import at
-from tests.substrate_support import random_run
+from tests.support.helpers import at
+from tests.support.substrate import random_run
 
 
 class Counted(str):

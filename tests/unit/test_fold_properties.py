@@ -49,8 +49,8 @@ from cortex_agents.substrate._fold import (
     stage_started,
     tool_call_made,
 )
-from tests.helpers import at
-from tests.substrate_support import random_run
+from tests.support.helpers import at
+from tests.support.substrate import random_run
 
 RUNS = settings(max_examples=60, deadline=None)
 

@@ -21,8 +21,8 @@ from cortex_agents.substrate import (
     SubstrateLog,
 )
 from cortex_agents.tools._latest_work import latest_work
-from tests.helpers import at
-from tests.substrate_support import KINDS, random_run
+from tests.support.helpers import at
+from tests.support.substrate import KINDS, random_run
 
 
 def scan(state: GraphState, agent_kind: str) -> tuple[str, ...]:

@@ -46,9 +46,10 @@ registry (``memory/scorers.py``) names its loaders as
 ``"cortex_agents.embeddings:minilm_scorer"``, the same plug-in mechanism
 users register their scorers with, so memory never imports ``embeddings``.
 
-Cycles are counted between modules. The ones left (:data:`CYCLE_EDGES_ALLOWED`)
-are named edge by edge, each with why it stays; an entry whose import is
-gone fails the test, so the list only shrinks.
+Cycles are counted between modules, and there are none. Should one ever have
+to stay, it is named edge by edge in :data:`CYCLE_EDGES_ALLOWED` with why; an
+entry whose import is gone, or that no longer closes a cycle, fails the test,
+so the list only shrinks (it is empty).
 """
 
 from __future__ import annotations
@@ -84,25 +85,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 """Units (subpackages, top-level modules), lowest layer first; one layer's units are peers."""
 
 CYCLE_EDGES_ALLOWED: Mapping[tuple[str, str], str] = {
-    # memory/: six modules (snapshot, index, view, fields, entities, lexical_postings) form
-    # one cycle (walk and influence left it when the reference pipeline moved out), because the engine's objects build their derived
-    # structures on first use: a lower object names (and lazily constructs) a higher one. Remove these when one owner
-    # (the branch view, issue 25 item 3) builds the index and the fields and hands them down.
-    ("cortex_agents.memory._snapshot", "cortex_agents.memory._index"): (
-        "lazy: MemorySnapshot.index builds the MemoryIndex on first use"
-    ),
-    ("cortex_agents.memory._view", "cortex_agents.memory._index"): (
-        "type-only: an IndexView holds the MemoryIndex it is a prefix of"
-    ),
-    ("cortex_agents.memory._view", "cortex_agents.memory._fields"): (
-        "lazy and type-only: View.fields builds a FieldsView on first use"
-    ),
-    ("cortex_agents.memory._index", "cortex_agents.memory._fields"): (
-        "lazy and type-only: MemoryIndex.fields_index builds (and keeps 8) FieldsIndex"
-    ),
-    ("cortex_agents.memory._lexical_postings", "cortex_agents.memory._fields"): (
-        "type-only: LexicalPostings.catch_up reads the FieldsIndex that owns them"
-    ),
+    # empty: none is left (issue 25's target). The last were five edges among memory's
+    # snapshot, index, view, fields and lexical postings, removed by putting the index's
+    # columns below its readers (memory/_index_columns.py) and passing the fields' class
+    # and bodies down instead of importing them up.
 }
 """Imports that close a cycle, each with why it stays (source module, imported module)."""
 

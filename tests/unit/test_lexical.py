@@ -25,6 +25,7 @@ from cortex_agents.memory import (
     lexical_tokens,
     query_vectorised,
 )
+from cortex_agents.memory._fields import fields_of
 from cortex_agents.memory._lexical import CorpusStats
 from cortex_agents.reference import query_reference
 from cortex_agents.substrate import (
@@ -36,8 +37,8 @@ from cortex_agents.substrate import (
     SubstrateLog,
     fold,
 )
-from tests.helpers import T0
-from tests.substrate_support import next_event
+from tests.support.helpers import T0
+from tests.support.substrate import next_event
 
 
 @pytest.mark.parametrize(
@@ -168,7 +169,7 @@ def _assert_statistics_exact(log: SubstrateLog, rng: random.Random) -> None:
     captured = T0 + timedelta(hours=2)
     snapshot = MemorySnapshot.from_log(log, captured)
     view = snapshot.index
-    fields = view.fields(default_extractor)
+    fields = fields_of(view, default_extractor)
     with view.index.lock:
         postings = fields.fields.lexical(view.index)
         stats = postings.stats(view)
@@ -231,14 +232,14 @@ def test_a_view_of_many_outputs_reads_its_statistics_without_rereading_bodies():
         log = log.appended([event])
     snapshot = MemorySnapshot.from_log(log, T0 + timedelta(hours=2))
     view = snapshot.index
-    fields = view.fields(default_extractor)
+    fields = fields_of(view, default_extractor)
     with view.index.lock:
         postings = fields.fields.lexical(view.index)
         done = postings.done
     # a second view of the same branch reads the same postings: nothing is tokenised again
     again = MemorySnapshot.from_log(log, T0 + timedelta(hours=3)).index
     with again.index.lock:
-        assert again.fields(default_extractor).fields.lexical(again.index) is postings
+        assert fields_of(again, default_extractor).fields.lexical(again.index) is postings
     assert postings.done == done
     assert np.all(postings.lengths.data[: view.n] >= 0)
 

@@ -29,6 +29,7 @@ from cortex_agents.memory import (
     query_vectorised,
     token_jaccard,
 )
+from cortex_agents.memory._fields import fields_index, fields_of
 from cortex_agents.memory._index import MEMORY_INDEX, MemoryIndex
 from cortex_agents.reference import query_reference
 from cortex_agents.substrate import (
@@ -41,9 +42,9 @@ from cortex_agents.substrate import (
     fold,
 )
 from cortex_agents.substrate._branch import DERIVED
-from tests.embedding_support import HashEmbedder
-from tests.helpers import T0
-from tests.substrate_support import next_event, random_run
+from tests.support.embedding import HashEmbedder
+from tests.support.helpers import T0
+from tests.support.substrate import next_event, random_run
 
 SCORER = EmbeddingScorer(HashEmbedder())
 SPECS = [
@@ -83,7 +84,7 @@ def describe(snapshot: MemorySnapshot) -> dict:
     view = snapshot.index
     nodes = np.arange(view.n, dtype=np.int64)
     ids = [view.node_id(i) for i in range(view.n)]
-    fields = view.fields(default_extractor)
+    fields = fields_of(view, default_extractor)
     labels = view.labels(nodes)
     walks = {}
     for i in range(view.n):
@@ -197,7 +198,7 @@ def test_an_index_rebuilt_after_a_restart_equals_the_incremental_one_at_many_poi
         nonlocal live
         while len(live) < upto:
             live = live.appended(events[len(live) : min(upto, len(live) + rng.randint(1, 5))])
-            MemorySnapshot.from_log(live, T0).index.fields(default_extractor)
+            fields_of(MemorySnapshot.from_log(live, T0).index, default_extractor)
         return live.prefix(upto)
 
     for point in sorted(rng.sample(range(1, len(events) - 10), 6)):
@@ -302,7 +303,7 @@ def test_an_index_whose_state_disagrees_with_it_fails_loudly():
 
 def test_a_hand_built_snapshot_with_a_cycle_is_refused_for_every_query():
     from cortex_agents.errors import CycleError
-    from tests.helpers import node
+    from tests.support.helpers import node
 
     snap = MemorySnapshot.of([node("a"), node("b"), node("c")], [("a", "b"), ("b", "a")], T0)
     with pytest.raises(CycleError):
@@ -447,7 +448,7 @@ def test_readers_of_older_views_stay_exact_while_the_branch_grows_in_another_thr
         grown = log
         for start in range(300, len(events), 10):  # the branch and its index grow meanwhile
             grown = grown.appended(events[start : start + 10])
-            MemorySnapshot.from_log(grown, captured).index.fields(default_extractor)
+            fields_of(MemorySnapshot.from_log(grown, captured).index, default_extractor)
         for thread in threads:
             thread.join()
     finally:
@@ -486,7 +487,7 @@ def test_nodes_with_the_same_body_share_one_vector_row_and_rank_as_the_reference
     spec = WalkSpec(weights=Weights(graph=0.5, temporal=0, semantic=1))
     query = Query(text="dose risk", scorer=scorer)
     got = query_vectorised(snapshot, "n59", spec, query)
-    fields = log.branch.budget.peek(DERIVED, MEMORY_INDEX).fields_index(default_extractor)
+    fields = fields_index(log.branch.budget.peek(DERIVED, MEMORY_INDEX), default_extractor)
     held = fields._vectors[scorer.scorer_id]
     assert held.done == 3  # three distinct non-empty bodies: a row each, not one per node
     assert len(held.rows.data) < 60

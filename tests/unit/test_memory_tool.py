@@ -23,7 +23,7 @@ from cortex_agents.memory import (
 from cortex_agents.snapshotfile import load_snapshot
 from cortex_agents.tools._memory_query import make_memory_query_tool, render_matches
 from cortex_agents.tools._tokens import count_tokens
-from tests.helpers import call_memory_tool
+from tests.support.helpers import call_memory_tool
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "claim_review.json"
 ARGS = ["preset", "direction", "routing_key", "query_text", "max_graph_distance", "limit"]
@@ -265,7 +265,7 @@ def test_a_call_without_a_limit_materialises_at_most_the_cap_and_says_how_many_e
     from cortex_agents.memory import MemorySnapshot
     from cortex_agents.substrate import EdgeAdded, NodeScheduled, StageCompleted, StageStarted, fold
     from cortex_agents.tools import MAX_RESULTS
-    from tests.helpers import T0
+    from tests.support.helpers import T0
 
     events = []
     for i in range(120):
@@ -346,7 +346,61 @@ def test_a_request_s_limit_is_capped_and_bad_requests_are_refused_naming_the_fie
         handle.rank_request(max_limit=5, preset="nope")
     with pytest.raises(InvalidArgument) as error:
         handle.rank_request(max_limit=5, max_graph_distance=0)
-    assert error.value.field == "max_distance"
+    assert error.value.field == "max_graph_distance"  # the request's name, not the spec's
+
+
+def _refused(asked: dict) -> InvalidArgument:
+    """The error a fresh handle's ``rank_request(**asked)`` raises, after checking it ranked nothing."""
+    snapshot = load_snapshot(EXAMPLE).to_memory_snapshot()
+    fresh = MemoryHandle(snapshot, "reviewer", strategy=Topological(preset="reviewer"))
+    with pytest.raises(InvalidArgument) as error:
+        fresh.rank_request(**asked)
+    assert fresh.influence_computations == 0  # refused before any walk
+    return error.value
+
+
+@pytest.mark.parametrize("limit", [0, -1, True, 2.0])
+def test_a_request_s_limit_of_zero_is_refused_not_read_as_the_preset_s(limit):
+    error = _refused({"max_limit": 5, "limit": limit})
+    assert (error.field, error.rule, error.value) == ("limit", "must be an integer >= 1", limit)
+
+
+@pytest.mark.parametrize("preset", ["", 7])
+def test_an_empty_preset_is_refused_not_read_as_the_stage_s_own(preset):
+    error = _refused({"max_limit": 5, "preset": preset})
+    assert (error.field, error.value) == ("preset", preset)
+    assert "non-empty preset name, or None" in error.rule
+
+
+@pytest.mark.parametrize("max_limit", [0, -3, None, False])
+def test_a_bad_max_limit_is_named_as_max_limit_not_limit(max_limit):
+    error = _refused({"max_limit": max_limit})
+    assert (error.field, error.rule, error.value) == (
+        "max_limit",
+        "must be an integer >= 1",
+        max_limit,
+    )
+    # even when the request's own limit is good
+    assert _refused({"max_limit": max_limit, "limit": 3}).field == "max_limit"
+
+
+def test_extra_entries_cannot_overwrite_what_the_request_resolved_to(handle):
+    error = _refused({"max_limit": 5, "extra": {"preset": "forged", "limit": 1, "token_budget": 9}})
+    assert (error.field, error.value) == ("extra", ["limit", "preset"])
+    assert "must not name a resolved argument" in error.rule and "`mmr_lambda`" in error.rule
+    # entries of their own are recorded after the resolved ones, as before
+    ranked = handle.rank_request(max_limit=5, extra={"token_budget": 9})
+    assert ranked.resolved["preset"] == "reviewer"
+    assert list(ranked.resolved)[-1] == "token_budget"
+
+
+def test_a_model_cannot_reach_the_handle_s_refusals_the_schema_answers_first(handle):
+    """So the handle's checks change no tool result and no recorded cassette."""
+    tool = make_memory_query_tool(BUILTIN_PRESETS)
+    for asked, field in [({"preset": ""}, "preset"), ({"limit": 0}, "limit")]:
+        error = json.loads(invoke(tool, handle, asked).content)["error"]
+        assert error["code"] == "invalid_argument" and error["message"].startswith(f"`{field}`: ")
+        assert "Input should be" in error["message"]  # pydantic's words: the schema, not the handle
 
 
 def test_a_context_has_memory_when_it_carries_a_handle(handle):

@@ -23,7 +23,7 @@ from cortex_agents.substrate import (
 from cortex_agents.substrate._branch import chain_digest
 from cortex_agents.substrate._log import LogBuffer
 from cortex_agents.substrate._packed import CHUNK, SEALS_PER_EXTEND, EventList
-from tests.helpers import at
+from tests.support.helpers import at
 
 TWO_HOURS = timezone(timedelta(hours=2))
 

@@ -26,7 +26,7 @@ from cortex_agents.substrate import (
     StageStarted,
     fold,
 )
-from tests.helpers import at
+from tests.support.helpers import at
 
 SCRIPT = "<script>alert('x')</script>"
 VOCABULARY = {"planner": {}, "analyst": {}, "merge": {}, "writer": {}}

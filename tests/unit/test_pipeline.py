@@ -15,7 +15,7 @@ from cortex_agents.memory import (
 )
 from cortex_agents.reference import query_reference
 from cortex_agents.substrate import EdgeRecord
-from tests.helpers import at, node, snapshot
+from tests.support.helpers import at, node, snapshot
 
 ENGINES = [query_reference, query_vectorised]
 

@@ -18,7 +18,7 @@ from cortex_agents.memory import (
 from cortex_agents.persistence import memory_saver
 from cortex_agents.runtime import Runtime, StageContext, WireBuilder, load_wire
 from cortex_agents.tools import make_memory_query_tool
-from tests.helpers import at, call_memory_tool, node
+from tests.support.helpers import at, call_memory_tool, node
 
 
 class Analysis(BaseModel):

@@ -27,8 +27,8 @@ from cortex_agents.memory import (
 )
 from cortex_agents.reference import query_reference
 from cortex_agents.substrate import NodeRecord
-from tests.embedding_support import HashEmbedder
-from tests.helpers import T0
+from tests.support.embedding import HashEmbedder
+from tests.support.helpers import T0
 
 IDS = [
     "a",

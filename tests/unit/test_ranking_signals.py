@@ -18,8 +18,8 @@ from cortex_agents.memory import (
 )
 from cortex_agents.memory._entities import name_of, named, names_in
 from cortex_agents.reference import query_reference
-from tests.embedding_support import HashEmbedder
-from tests.helpers import node, snapshot
+from tests.support.embedding import HashEmbedder
+from tests.support.helpers import node, snapshot
 
 SEMANTIC = Weights(graph=0, temporal=0, semantic=1)
 

@@ -20,8 +20,8 @@ from cortex_agents.rewrite import (
 )
 from cortex_agents.snapshotfile import SnapshotDocument, dump_snapshot
 from cortex_agents.substrate import RewriteAdmitted, StageStarted, fold
-from tests.helpers import at
-from tests.rewrite_support import VOCABULARY, graph, proposal, session
+from tests.support.helpers import at
+from tests.support.rewrite import VOCABULARY, graph, proposal, session
 
 
 def decide(state, raw, proposer="rewriter", **kwargs):

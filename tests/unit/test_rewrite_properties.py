@@ -10,7 +10,7 @@ from cortex_agents.errors import CycleError
 from cortex_agents.memory import canonical_order
 from cortex_agents.rewrite import DIMENSIONS, RewritePolicy
 from cortex_agents.substrate import GraphState
-from tests.rewrite_support import graph, session
+from tests.support.rewrite import graph, session
 
 KINDS = ["step", "analyst", "reviewer", "oracle"]  # "oracle" is not registered
 

@@ -29,10 +29,11 @@ from cortex_agents.memory import (
     query_vectorised,
     token_jaccard,
 )
+from cortex_agents.memory._fields import fields_of
 from cortex_agents.reference import query_reference
 from cortex_agents.runtime import WireBuilder, load_wire
-from tests.embedding_support import HashEmbedder
-from tests.helpers import node, snapshot
+from tests.support.embedding import HashEmbedder
+from tests.support.helpers import node, snapshot
 
 SEMANTIC_ONLY = WalkSpec(weights=Weights(graph=0, temporal=0, semantic=1))
 
@@ -304,7 +305,7 @@ def test_toml_wire_registers_scorers_and_selects_them(tmp_path):
         """
 name = "w"
 [kinds]
-step = "tests.embedding_support:noop_stage"
+step = "tests.support.embedding:noop_stage"
 [scorers.half]
 load = "scorers_here.py:make"
 [scorers.mixed]
@@ -335,7 +336,7 @@ def test_toml_wire_with_an_unloadable_scorer_is_invalid_at_load(tmp_path):
     (tmp_path / "wire.yaml").write_text(
         """
 name: w
-kinds: {step: "tests.embedding_support:noop_stage"}
+kinds: {step: "tests.support.embedding:noop_stage"}
 scorers:
   ghost: {load: "no_such_package_xyz:make", install: "pip install ghost"}
 presets:
@@ -392,7 +393,7 @@ def test_an_index_lends_its_rows_so_the_cache_keeps_no_copy_of_them():
 
     cache = InMemoryEmbeddingCache()
     scorer = EmbeddingScorer(HashEmbedder(), cache=cache)
-    fields = _bodies_snapshot(LENT_BODIES).index.fields(default_extractor)
+    fields = fields_of(_bodies_snapshot(LENT_BODIES).index, default_extractor)
     matrix = fields.vectors(scorer)
     assert len(cache) == 4 and matrix.shape == (5, 16)  # one entry per distinct body
     assert _array_bytes(cache) == 0  # before: 4 vectors of 16 float32 each, copied
@@ -407,14 +408,14 @@ def test_a_second_index_embeds_nothing_while_the_first_lives_and_again_once_it_i
     embedder = HashEmbedder()
     scorer = EmbeddingScorer(embedder)
     first = _bodies_snapshot(LENT_BODIES)
-    before = first.index.fields(default_extractor).vectors(scorer)
+    before = fields_of(first.index, default_extractor).vectors(scorer)
     assert len(embedder.calls) == 4
     second = _bodies_snapshot(LENT_BODIES)  # another index of the same bodies, made by hand
-    again = second.index.fields(default_extractor).vectors(scorer)
+    again = fields_of(second.index, default_extractor).vectors(scorer)
     assert len(embedder.calls) == 4 and again.tobytes() == before.tobytes()
     del first, second
     gc.collect()  # both lending indexes are gone: their entries are misses now
-    third = _bodies_snapshot(LENT_BODIES).index.fields(default_extractor).vectors(scorer)
+    third = fields_of(_bodies_snapshot(LENT_BODIES).index, default_extractor).vectors(scorer)
     assert len(embedder.calls) == 8 and third.tobytes() == before.tobytes()
 
 

@@ -7,8 +7,8 @@ from langgraph.store.memory import InMemoryStore
 from cortex_agents.errors import InvalidArgument
 from cortex_agents.scratch import ScratchBackend, ScratchConnector, inject_memory
 from cortex_agents.scratch._connector import MEMORY_MESSAGE_ID
-from tests.scratch_support import node_memory
-from tests.scratch_support import thread_memory as bind_thread
+from tests.support.scratch import node_memory
+from tests.support.scratch import thread_memory as bind_thread
 
 
 @pytest.fixture

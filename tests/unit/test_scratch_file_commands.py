@@ -19,7 +19,7 @@ from cortex_agents.errors import (
 from cortex_agents.scratch import ScratchBackend
 from cortex_agents.scratch._edits import insert_lines, number_lines, replace_once, split_lines
 from cortex_agents.scratch._store import MAX_FILE_CHARS, MAX_FILES
-from tests.scratch_support import RecordingStore, call_tool, everything, node_memory, tool_error
+from tests.support.scratch import RecordingStore, call_tool, everything, node_memory, tool_error
 
 
 @pytest.fixture

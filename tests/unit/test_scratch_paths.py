@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from cortex_agents.errors import InvalidMemoryPath
 from cortex_agents.scratch import ScratchBackend
 from cortex_agents.scratch._paths import MAX_DEPTH, MAX_SEGMENT_CHARS, MemoryPath, parse_path
-from tests.scratch_support import CORPUS, RecordingStore, node_memory
+from tests.support.scratch import CORPUS, RecordingStore, node_memory
 
 
 @pytest.mark.parametrize(("raw", "rule"), CORPUS, ids=[repr(raw)[:40] for raw, _ in CORPUS])

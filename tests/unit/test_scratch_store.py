@@ -22,7 +22,7 @@ from cortex_agents.errors import (
 from cortex_agents.scratch import ScratchBackend, ScratchMemory, render_tree
 from cortex_agents.scratch._atomic import ProcessLockGuard
 from cortex_agents.scratch._store import MAX_FILE_CHARS, MAX_FILES, scratch_namespace
-from tests.scratch_support import RecordingStore, node_memory, thread_memory
+from tests.support.scratch import RecordingStore, node_memory, thread_memory
 
 
 @pytest.fixture

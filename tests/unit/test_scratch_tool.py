@@ -16,7 +16,7 @@ from cortex_agents.scratch import ScratchBackend
 from cortex_agents.scratch._store import MAX_FILE_CHARS
 from cortex_agents.tools import MEMORY_TOOL_NAME, make_memory_tool
 from cortex_agents.tools._scratch_tool import ARGUMENTS, COMMANDS
-from tests.scratch_support import CORPUS, RecordingStore, everything, node_memory, thread_memory
+from tests.support.scratch import CORPUS, RecordingStore, everything, node_memory, thread_memory
 
 CODES = {
     "invalid_path",

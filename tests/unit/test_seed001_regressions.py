@@ -9,7 +9,7 @@ from cortex_agents.memory import (
     query_vectorised,
 )
 from cortex_agents.reference import query_reference, walk_candidates
-from tests.helpers import node, snapshot
+from tests.support.helpers import node, snapshot
 
 ENGINES = [query_reference, query_vectorised]
 

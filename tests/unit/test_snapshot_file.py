@@ -199,8 +199,8 @@ def test_an_exports_check_finds_what_the_full_reading_finds(seed, length):
     fold: on the export of any run, it reports exactly what the full reading reports."""
     from cortex_agents.snapshotfile import SnapshotDocument
     from cortex_agents.substrate import fold
-    from tests.helpers import T0
-    from tests.substrate_support import random_run
+    from tests.support.helpers import T0
+    from tests.support.substrate import random_run
 
     state = fold(random_run(random.Random(seed), length))
     text = dump_snapshot(SnapshotDocument.from_state(state, T0, run_id="r"))

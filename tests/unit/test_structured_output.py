@@ -11,7 +11,7 @@ from langchain_openai import ChatOpenAI
 from cortex_agents.errors import InvalidArgument
 from cortex_agents.stages import AnswerFormat, structured_form
 from cortex_agents.stages._outputs import PlanAnswer, ReviewAnswer, parse_output
-from tests.chat import ScriptedChatModel
+from tests.support.chat import ScriptedChatModel
 
 REVIEW = AnswerFormat("review", ReviewAnswer)
 

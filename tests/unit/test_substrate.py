@@ -25,7 +25,7 @@ from cortex_agents.substrate import (
     event_to_dict,
     fold,
 )
-from tests.helpers import at
+from tests.support.helpers import at
 
 
 def run_of(*stages: str) -> list:

@@ -7,7 +7,7 @@ import pickle
 import pickletools
 
 from cortex_agents.substrate import SubstrateLog
-from tests.graphs import expected_log
+from tests.support.graphs import expected_log
 
 
 def test_a_pickled_log_comes_back_equal_with_the_same_chain_hash_and_state():

@@ -11,7 +11,7 @@ from langchain_core.tools import tool
 
 from cortex_agents.errors import InvalidArgument
 from cortex_agents.tools import ToolPolicy, run_tool_loop
-from tests.chat import ScriptedChatModel, say
+from tests.support.chat import ScriptedChatModel, say
 
 RAN: list[str] = []
 
@@ -194,7 +194,7 @@ def test_a_users_tool_with_a_matches_artifact_of_another_shape_is_journaled_not_
 
     from langchain_core.tools import StructuredTool
 
-    from tests.chat import call
+    from tests.support.chat import call
 
     def search(q: str) -> tuple[str, dict]:
         """Search something else."""
@@ -229,7 +229,7 @@ def test_an_argument_key_no_string_field_can_hold_is_a_tool_error_not_a_crash():
 
     from cortex_agents.memory import BUILTIN_PRESETS
     from cortex_agents.tools import make_memory_query_tool
-    from tests.chat import call
+    from tests.support.chat import call
 
     journal: list = []
     context = SimpleNamespace(stage_id="s", clock=lambda: datetime(2026, 1, 1, tzinfo=UTC))

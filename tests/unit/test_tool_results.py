@@ -200,7 +200,7 @@ def test_the_many_unknown_fields_call_of_the_issue_journals_under_the_cap():
 
     from cortex_agents.memory import BUILTIN_PRESETS
     from cortex_agents.tools import make_memory_query_tool, run_tool_loop
-    from tests.chat import ScriptedChatModel, call, say
+    from tests.support.chat import ScriptedChatModel, call, say
 
     journal: list = []
     tool = make_memory_query_tool(BUILTIN_PRESETS)

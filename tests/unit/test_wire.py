@@ -15,7 +15,7 @@ from cortex_agents.rewrite import RewritePolicy
 from cortex_agents.runtime import WireBuilder, load_wire
 from cortex_agents.runtime._scheduler import next_frontier, wire_events
 from cortex_agents.substrate import StageCompleted, StageFailed, StageStarted, SubstrateLog
-from tests.helpers import at
+from tests.support.helpers import at
 
 
 def noop(ctx):

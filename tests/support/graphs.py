@@ -16,7 +16,7 @@ from cortex_agents.substrate import (
     append_events,
     event_to_dict,
 )
-from tests.helpers import T0
+from tests.support.helpers import T0
 
 
 class ChainState(TypedDict, total=False):

@@ -1,6 +1,6 @@
 """A wire the LangGraph Server tests serve beside the shipped ones: two stages, the first a meeting.
 
-Served by file path (``tests/server_wire.py:graph``), the way a user serves a
+Served by file path (``tests/support/server_wire.py:graph``), the way a user serves a
 wire of their own (``server_graph``). When ``CORTEX_TEST_MEETING`` names a
 folder, each run's ``first`` stage leaves its job's mark there and waits until
 :data:`RUNS` runs have left theirs: it returns only if that many runs are in

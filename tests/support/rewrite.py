@@ -17,7 +17,7 @@ from cortex_agents.substrate import (
     StageStarted,
     fold,
 )
-from tests.helpers import at
+from tests.support.helpers import at
 
 VOCABULARY: Mapping[str, Mapping[str, Any]] = {
     "analyst": {"claim_ref": "c0"},

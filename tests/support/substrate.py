@@ -30,7 +30,7 @@ from cortex_agents.substrate import (
     ToolCallMade,
     fold,
 )
-from tests.helpers import T0
+from tests.support.helpers import T0
 
 KINDS = ("planner", "analyst", "merge", "reviewer")
 
