@@ -72,6 +72,35 @@ def _check_request(
         )
 
 
+def _resolved(
+    request: Mapping[str, Any],
+    spec: WalkSpec,
+    scorer: str,
+    projection: str | None,
+    extra: Mapping[str, Any],
+    declared: Topological | None,
+) -> dict[str, Any]:
+    """Every argument a request resolved to, in the order recorded results have always had."""
+    resolved: dict[str, Any] = {
+        "preset": request["preset"],
+        "direction": spec.direction,
+        "scope": spec.scope,
+        "routing_key": request["routing_key"],
+        "query_text": request["query_text"],
+        "max_graph_distance": spec.max_distance,
+        "limit": spec.limit,
+        "scorer": scorer,
+        "projection": projection,
+        **extra,
+    }
+    if declared and declared.second_pass is not None:  # only then: older results unchanged
+        resolved["second_pass"] = declared.second_pass
+    if declared and declared.diversity is not None:  # likewise
+        resolved["diversity"] = declared.diversity
+        resolved["mmr_lambda"] = spec.mmr_lambda
+    return resolved
+
+
 @runtime_checkable
 class HasMemory(Protocol):
     """A context that carries a stage's memory handle, as ``memory``.
@@ -286,23 +315,9 @@ class MemoryHandle:
         query = self.query_for(name, text=query_text, routing_key=routing_key)
         ranking = self.rank(spec, query)
         projection = declared.projection if declared else None
-        resolved: dict[str, Any] = {
-            "preset": name,
-            "direction": spec.direction,
-            "scope": spec.scope,
-            "routing_key": routing_key,
-            "query_text": query_text,
-            "max_graph_distance": spec.max_distance,
-            "limit": spec.limit,
-            "scorer": (declared.scorer if declared else None) or self.presets.resolve(name).scorer,
-            "projection": projection,
-            **(extra or {}),
-        }
-        if declared and declared.second_pass is not None:  # only then: older results unchanged
-            resolved["second_pass"] = declared.second_pass
-        if declared and declared.diversity is not None:  # likewise
-            resolved["diversity"] = declared.diversity
-            resolved["mmr_lambda"] = spec.mmr_lambda
+        scorer = (declared.scorer if declared else None) or self.presets.resolve(name).scorer
+        request = {"preset": name, "routing_key": routing_key, "query_text": query_text}
+        resolved = _resolved(request, spec, scorer, projection, extra or {}, declared)
         return RankedRequest(
             ranking=ranking, spec=spec, preset=name, projection=projection, resolved=resolved
         )
