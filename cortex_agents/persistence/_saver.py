@@ -12,7 +12,10 @@ writes, metadata, history — is LangGraph's, untouched.
 Properties:
 
 * **O(new events) per step.** The parent's cursor is remembered per
-  checkpoint id; a put writes only ``log[parent.seq:]``.
+  checkpoint id; a put writes only ``log[parent.seq:]``. Only the cursor and
+  the chain hash of its log are remembered, never the log: a log is read
+  through the store, whose cached buffer is its branch, so no branch (and
+  nothing derived from it) is kept alive by this saver.
 * **Crash ordering.** Events are committed first, the checkpoint second.
   If a crash falls between them, the events lie beyond every committed
   cursor: invisible. The re-executed step writes on a new branch.
@@ -77,7 +80,8 @@ __all__ = ["DEFAULT_CHANNEL", "CortexSaver"]
 
 DEFAULT_CHANNEL = "substrate"
 _Key = tuple[str, str, str]
-_Parent = tuple[Cursor, SubstrateLog]  # a parent checkpoint's cursor and log
+# a checkpoint's cursor, and the chain hash of its log when known (``None``: read it)
+_Parent = tuple[Cursor, bytes | None]
 
 
 def _ids(config: RunnableConfig) -> tuple[str, str, str | None]:
@@ -123,7 +127,7 @@ class CortexSaver(BaseCheckpointSaver[str]):
         self.store = store
         self.channel = channel
         self.locks = locks if locks is not None else ProcessLocks()
-        self._cursors: OrderedDict[_Key, tuple[Cursor, SubstrateLog]] = OrderedDict()
+        self._cursors: OrderedDict[_Key, _Parent] = OrderedDict()
         self._cursor_cache = cursor_cache
         self._guard = threading.Lock()
         self._owns_store = owns_store
@@ -229,14 +233,14 @@ class CortexSaver(BaseCheckpointSaver[str]):
         )  # the store stays this saver's to close
 
     # -- cursor bookkeeping --------------------------------------------------------------
-    def _remember(self, key: _Key, cursor: Cursor, log: SubstrateLog) -> None:
+    def _remember(self, key: _Key, cursor: Cursor, digest: bytes | None) -> None:
         with self._guard:
-            self._cursors[key] = (cursor, log)
+            self._cursors[key] = (cursor, digest)
             self._cursors.move_to_end(key)
             while len(self._cursors) > self._cursor_cache:
                 self._cursors.popitem(last=False)
 
-    def _recall(self, key: _Key) -> tuple[Cursor, SubstrateLog] | None:
+    def _recall(self, key: _Key) -> _Parent | None:
         with self._guard:
             known = self._cursors.get(key)
             if known is not None:
@@ -262,8 +266,8 @@ class CortexSaver(BaseCheckpointSaver[str]):
             return tup
         thread_id, ns, checkpoint_id = _ids(tup.config)
         log = self.store.read(thread_id, ns, cursor)
-        if checkpoint_id is not None:
-            self._remember((thread_id, ns, checkpoint_id), cursor, log)
+        if checkpoint_id is not None:  # its hash is not computed for a read: maybe never needed
+            self._remember((thread_id, ns, checkpoint_id), cursor, None)
         checkpoint: Checkpoint = {**tup.checkpoint, "channel_values": {**values, self.channel: log}}
         return tup._replace(checkpoint=checkpoint)
 
@@ -275,9 +279,8 @@ class CortexSaver(BaseCheckpointSaver[str]):
         )
         if cursor is None:
             return None
-        log = self.store.read(key[0], key[1], cursor)
-        self._remember(key, cursor, log)
-        return cursor, log
+        self._remember(key, cursor, None)
+        return cursor, None
 
     def _parent_config(self, key: _Key) -> RunnableConfig:
         return {
@@ -289,20 +292,32 @@ class CortexSaver(BaseCheckpointSaver[str]):
     ) -> Checkpoint:
         """Append the checkpoint's new events; return the checkpoint with a cursor in place of the log.
 
-        ``parent`` is the parent checkpoint's cursor and log (``None``: no
-        parent, or one without a substrate).
+        ``parent`` is the parent checkpoint's cursor and the chain hash of its
+        log (``None``: no parent, or one without a substrate).
         """
         value = checkpoint["channel_values"][self.channel]
         base = EMPTY_CURSOR
-        if parent is not None and _extends(value, parent[1]):
+        if parent is not None and self._extends(thread_id, ns, value, parent):
             base = parent[0]  # otherwise a new root branch, never a splice
         # the dicts the step made checking its events: each is converted once, not per use
         cursor = self.store.append(
             thread_id, ns, base, value.since(base.seq), value.event_dicts(base.seq), value
         )
-        self._remember((thread_id, ns, checkpoint["id"]), cursor, value)
+        self._remember((thread_id, ns, checkpoint["id"]), cursor, value.digest)
         values = {**checkpoint["channel_values"], self.channel: cursor.encode()}
         return {**checkpoint, "channel_values": values}
+
+    def _extends(self, thread_id: str, ns: str, value: SubstrateLog, parent: _Parent) -> bool:
+        """Whether ``value`` starts with exactly the parent's log (compared by chain hash).
+
+        Two forks of one thread with equal lengths and equal last events differ
+        in their chain hashes, so a value is never spliced onto the wrong fork.
+        A parent whose hash is not remembered is read through the store.
+        """
+        cursor, digest = parent
+        if digest is None:
+            return value.extends(self.store.read(thread_id, ns, cursor))
+        return len(value) >= cursor.seq and value.prefix(cursor.seq).digest == digest
 
     def _substrate_value(self, checkpoint: Checkpoint) -> SubstrateLog | None:
         value = checkpoint["channel_values"].get(self.channel)
@@ -720,12 +735,3 @@ class CortexSaver(BaseCheckpointSaver[str]):
         fence = self._writers.get(str(thread_id))
         if fence is not None:
             await asyncio.to_thread(fence.check_lease)
-
-
-def _extends(value: SubstrateLog, base: SubstrateLog) -> bool:
-    """Whether ``value`` starts with exactly ``base``'s events (compared by chain hash).
-
-    Two forks of one thread with equal lengths and equal last events differ
-    in their chain hashes, so a value is never spliced onto the wrong fork.
-    """
-    return value.extends(base)

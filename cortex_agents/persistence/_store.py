@@ -492,10 +492,20 @@ class SubstrateStore(ABC):
         return iter(tuple(self._buffers))
 
     def cache_sizes(self) -> dict[str, int]:
-        """How many entries each in-memory cache holds (every one is bounded)."""
+        """How many entries each in-memory cache holds (every one is bounded).
+
+        ``branch.<kind>``: what the cached branches keep derived from their
+        events (states, structures, event dicts), summed over the branches,
+        from each branch's budget.
+        """
         with self._lock:
-            return {
+            sizes = {
                 "buffers": len(self._buffers),
                 "lineages": len(self._lineages),
                 "heads": len(self._heads),
             }
+            buffers = tuple(self._buffers.values())
+        for buffer in buffers:  # each branch's budget under its own lock, not the store's
+            for kind, weight in buffer.sizes().items():
+                sizes[f"branch.{kind}"] = sizes.get(f"branch.{kind}", 0) + weight
+        return sizes

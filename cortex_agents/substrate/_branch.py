@@ -30,6 +30,12 @@ under one lock and one bound each:
 
 Digests and times are computed lazily, on first use, for the events not yet
 covered: a branch nobody asks for a hash pays nothing.
+
+The states, the derived structures and the latest appends' event dicts are
+three kinds (:data:`STATES`, :data:`DERIVED`, :data:`FORMS`) of the branch's
+one :class:`~cortex_agents.substrate._budget.DerivedBudget` (:attr:`Branch.budget`),
+each within its own limit and all within one capacity. Digests and times are
+not in it: they are the branch's data, one entry per event, like the events.
 """
 
 from __future__ import annotations
@@ -37,21 +43,25 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final, Protocol, TypeVar
 
 from cortex_agents.errors import InvalidArgument
+from cortex_agents.substrate._budget import DerivedBudget
 from cortex_agents.substrate._events import Event, event_to_dict
 from cortex_agents.substrate._fold import fold
 from cortex_agents.substrate._packed import EventList
 from cortex_agents.substrate._state import EMPTY_STATE, GraphState
 
 __all__ = [
+    "DERIVED",
     "DIGEST_SIZE",
     "EMPTY_DIGEST",
+    "FORMS",
+    "FORMS_KEPT",
     "MAX_DERIVED",
+    "STATES",
     "STATE_CACHE",
     "Branch",
     "Derived",
@@ -67,6 +77,14 @@ FORMS_KEPT: Final = 32
 """Appends per branch whose event dicts are kept for reuse (see :meth:`Branch.forms`)."""
 MAX_DERIVED: Final = 16
 """Derived structures one branch keeps (least recently used evicted first; rebuilt when asked for)."""
+STATES: Final = "state"
+"""The budget kind of materialized states, keyed by prefix length."""
+DERIVED: Final = "derived"
+"""The budget kind of derived structures, keyed by the consumer's key."""
+FORMS: Final = "forms"
+"""The budget kind of the latest appends' event dicts, keyed by where each append started."""
+BRANCH_BUDGET: Final = STATE_CACHE + MAX_DERIVED + FORMS_KEPT
+"""A branch's budget capacity: every kind's limit fits at once, so no kind evicts another's."""
 
 T = TypeVar("T", covariant=True)
 
@@ -123,15 +141,21 @@ class Branch:
 
     A *sealed* branch belongs to a storage cache: views never extend it in
     place (appending copies), so only committed events ever enter it.
+
+    Attributes:
+        budget: Everything kept derived from the events (states, structures,
+            event dicts), bounded; the branch is the only thing that fills it.
+        lock: Taken for the events' growth and a derived structure's extension;
+            the budget's own lock may be taken while holding it, never the reverse.
     """
 
+    # ``__weakref__``: what holds a branch alive can be checked (a saver holds none)
     __slots__ = (
-        "_derived",
+        "__weakref__",
         "_digests",
-        "_forms",
         "_latest",
         "_source",
-        "_states",
+        "budget",
         "events",
         "lock",
         "sealed",
@@ -143,12 +167,11 @@ class Branch:
         self.sealed = sealed
         self._digests = bytearray()
         self._latest: list[datetime] = []
-        self._states: OrderedDict[int, GraphState] = OrderedDict()
-        self._derived: OrderedDict[Hashable, Derived[Any]] = OrderedDict()
+        self.budget = DerivedBudget(
+            BRANCH_BUDGET, limits={STATES: STATE_CACHE, DERIVED: MAX_DERIVED, FORMS: FORMS_KEPT}
+        )
         # the latest append: where it started, and what its events were made from
         self._source: tuple[int, tuple[object, ...]] | None = None
-        # the latest appends' event dicts, by where each started (see ``forms``)
-        self._forms: OrderedDict[int, tuple[dict[str, Any], ...]] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self.events)
@@ -179,13 +202,13 @@ class Branch:
             other.events.extend(events)
             other._digests = self._digests[: DIGEST_SIZE * length]
             other._latest = self._latest[:length]
-            base = max((k for k in self._states if k <= length), default=0)
+            base, state = self._nearest_state(length)
             if base:
-                other._states[base] = self._states[base]
-            for key, structure in self._derived.items():
+                other.budget.put(STATES, base, state)
+            for key, structure in self.budget.items(DERIVED):
                 carry = getattr(structure, "fork", None)
                 if carry is not None:
-                    other._derived[key] = carry(min(length, structure.length))
+                    other.budget.put(DERIVED, key, carry(min(length, structure.length)))
         return other
 
     def record_source(
@@ -203,10 +226,7 @@ class Branch:
         with self.lock:
             self._source = (start, items)
             if forms:
-                self._forms[start] = forms
-                self._forms.move_to_end(start)
-                while len(self._forms) > FORMS_KEPT:
-                    self._forms.popitem(last=False)
+                self.budget.put(FORMS, start, forms)
 
     def made_from(self, start: int, items: Sequence[object]) -> bool:
         """Whether the latest append made the events after ``start`` from these very objects.
@@ -221,7 +241,7 @@ class Branch:
         """
         with self.lock:
             source = self._source
-            forms = self._forms.get(start) if source is not None else None
+        forms = self.budget.peek(FORMS, start) if source is not None else None
         if source is None or source[0] != start:
             return False
         return any(
@@ -239,8 +259,7 @@ class Branch:
         ``durability="async"``). ``None``: not known (convert the events). The
         dicts are shared: read them, never change them.
         """
-        with self.lock:
-            forms = self._forms.get(start)
+        forms = self.budget.peek(FORMS, start)
         return forms if forms is not None and start + len(forms) == end else None
 
     # -- materialized state --------------------------------------------------------------
@@ -250,32 +269,40 @@ class Branch:
         Folds from the longest cached state not beyond ``length``; the result
         is cached (least recently used states are evicted past :data:`STATE_CACHE`).
         """
+        cached: GraphState | None = self.budget.get(STATES, length)
+        if cached is not None:
+            return cached
+        base, start = self._nearest_state(length)
         with self.lock:
-            cached = self._states.get(length)
-            if cached is not None:
-                self._states.move_to_end(length)
-                return cached
-            base = max((k for k in self._states if k <= length), default=0)
-            start = self._states[base] if base else EMPTY_STATE
             pending = self.events[base:length]
-        state = fold(pending, start)  # outside the lock: folding is pure
-        self.remember(length, state)
-        return state
+        return self.remember(length, fold(pending, start))  # outside every lock: folding is pure
 
-    def remember(self, length: int, state: GraphState) -> None:
-        """Cache the state of the first ``length`` events (bounded, least recently used out)."""
+    def _nearest_state(self, length: int) -> tuple[int, GraphState]:
+        """The longest cached state not beyond ``length`` (the empty one if none), and its length."""
+        for base in sorted((k for k in self.cached_states() if k <= length), reverse=True):
+            state: GraphState | None = self.budget.peek(STATES, base)
+            if state is not None:  # else evicted since the keys were read: try a shorter one
+                return base, state
+        return 0, EMPTY_STATE
+
+    def remember(self, length: int, state: GraphState) -> GraphState:
+        """Cache the state of the first ``length`` events (bounded, least recently used out).
+
+        Returns the state kept: one another thread cached for ``length``
+        meanwhile wins (the same fold of the same events).
+        """
         if not length:
-            return  # the empty state is a constant
-        with self.lock:
-            self._states[length] = state
-            self._states.move_to_end(length)
-            while len(self._states) > STATE_CACHE:
-                self._states.popitem(last=False)
+            return state  # the empty state is a constant
+        kept: GraphState = self.budget.put(STATES, length, state)
+        return kept
 
     def cached_states(self) -> tuple[int, ...]:
         """Lengths whose state is cached, least recently used first (diagnostics and tests)."""
-        with self.lock:
-            return tuple(self._states)
+        return tuple(k for k in self.budget.keys(STATES) if isinstance(k, int))
+
+    def sizes(self) -> dict[str, int]:
+        """What the branch's budget holds, per kind (:meth:`DerivedBudget.sizes`)."""
+        return self.budget.sizes()
 
     # -- identity and time ---------------------------------------------------------------
     def digest(self, length: int) -> bytes:
@@ -288,7 +315,7 @@ class Branch:
                 previous = bytes(self._digests[-DIGEST_SIZE:]) if have else EMPTY_DIGEST
                 # the dicts the latest append made checking its events are not made again
                 start = -1 if self._source is None else self._source[0]
-                forms = self._forms.get(start, ())
+                forms = self.budget.peek(FORMS, start) or ()
                 for i, event in enumerate(self.events.range(have, length), have):
                     form = forms[i - start] if start <= i < start + len(forms) else None
                     previous = chain_digest(previous, event, form)
@@ -322,15 +349,11 @@ class Branch:
         Raises:
             InvalidArgument: the structure did not take in the events it was given.
         """
-        with self.lock:
-            structure = self._derived.get(key)
+        with self.lock:  # the structure grows under the branch's lock, the map under the budget's
+            structure: Derived[T] | None = self.budget.get(DERIVED, key)
             if structure is None:
-                structure = factory()
-                self._derived[key] = structure
-                while len(self._derived) > MAX_DERIVED:
-                    self._derived.popitem(last=False)  # views of it stay valid: they hold it
-            else:
-                self._derived.move_to_end(key)
+                # an evicted structure's views stay valid: they hold it
+                structure = self.budget.put(DERIVED, key, factory())
             if structure.length < length:
                 structure.extend(self.events[structure.length : length], self.state(length))
                 if structure.length != length:

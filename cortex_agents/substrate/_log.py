@@ -73,6 +73,10 @@ class LogBuffer:
         """
         self._buffer.extend(list(events), None if source is None else source.branch)
 
+    def sizes(self) -> dict[str, int]:
+        """What its branch keeps derived from the events, per kind (see :meth:`Branch.sizes`)."""
+        return self._buffer.sizes()
+
     def view(self, length: int) -> SubstrateLog:
         """The log of the first ``length`` events (O(1))."""
         if not 0 <= length <= len(self._buffer.events):

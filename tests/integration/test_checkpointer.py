@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import pytest
 
 from cortex_agents.persistence import Cursor, open_saver
@@ -28,6 +31,20 @@ def test_run_history_and_raw_checkpoints(open_db):
             value = raw.checkpoint["channel_values"].get("substrate")
             assert value is None or (Cursor.decode(value) is not None and len(value) < 40)
         assert saver.store.counts()["events"] == len(expected_log(12))
+
+
+def test_the_saver_remembers_cursors_and_hashes_not_the_runs_logs(open_db):
+    with open_db() as saver:
+        app = chain_graph().compile(checkpointer=saver)
+        out = app.invoke({"goal": 12}, config())
+        assert saver.cache_sizes()["cursors"] > 0
+        run_branch = weakref.ref(out["substrate"].branch)
+        del out
+        gc.collect()
+        assert run_branch() is None  # nothing the saver remembers keeps the run's branch alive
+        more = app.invoke({"goal": 15}, config())  # its parent read back through the store
+        assert more["substrate"] == expected_log(15)
+        assert saver.store.counts()["events"] == len(expected_log(15))  # only the new ones added
 
 
 def test_state_survives_closing_the_database(durable_database):

@@ -27,7 +27,13 @@ from cortex_agents.substrate import (
     event_to_dict,
     fold,
 )
-from cortex_agents.substrate._branch import EMPTY_DIGEST, MAX_DERIVED, STATE_CACHE, chain_digest
+from cortex_agents.substrate._branch import (
+    DERIVED,
+    EMPTY_DIGEST,
+    MAX_DERIVED,
+    STATE_CACHE,
+    chain_digest,
+)
 from tests.support.helpers import T0, at
 from tests.support.substrate import next_event, random_run
 
@@ -204,7 +210,7 @@ def test_a_derived_structure_grows_by_new_events_and_answers_for_any_prefix():
         got = log.prefix(n).derived("settled", Settled)
         want = tuple(e.node_id for e in events[:n] if isinstance(e, StageCompleted))
         assert got == want
-    structure = log.branch._derived["settled"]
+    structure = log.branch.budget.peek(DERIVED, "settled")
     assert structure.length == 300 and structure.extends == len(checkpoints) - 1
     assert log.prefix(10).derived("settled", Settled) == tuple(
         e.node_id for e in events[:10] if isinstance(e, StageCompleted)
@@ -238,8 +244,10 @@ def test_more_derived_structures_than_the_bound_evict_the_least_recently_used_an
     for key in keys:
         assert log.derived(key, factory(key)) == want  # never "derived structure #9"
         assert log.derived("kind0", factory("kind0")) == want  # kind0 stays recently used
-    assert len(log.branch._derived) == MAX_DERIVED
-    assert "kind1" not in log.branch._derived and "kind0" in log.branch._derived
+    assert log.branch.sizes()[DERIVED] == MAX_DERIVED
+    assert log.branch.budget.keys(DERIVED)[-1] == "kind0" and "kind1" not in log.branch.budget.keys(
+        DERIVED
+    )
     assert made == keys  # each built once so far
     assert log.derived("kind1", factory("kind1")) == want  # evicted: built again, same answer
     assert made == [*keys, "kind1"]

@@ -41,6 +41,7 @@ from cortex_agents.substrate import (
     SubstrateLog,
     fold,
 )
+from cortex_agents.substrate._branch import DERIVED
 from tests.support.embedding import HashEmbedder
 from tests.support.helpers import T0
 from tests.support.substrate import next_event, random_run
@@ -116,7 +117,7 @@ def assert_view_exact(log: SubstrateLog, *, queries: int = 2, rng: random.Random
     captured = T0 + timedelta(hours=2)
     incremental = MemorySnapshot.from_log(log, captured)
     rebuilt = MemorySnapshot.from_state(fold(list(log)), captured)
-    assert incremental.index.index is log.branch._derived[MEMORY_INDEX]
+    assert incremental.index.index is log.branch.budget.peek(DERIVED, MEMORY_INDEX)
     assert incremental.index.index is not rebuilt.index.index
     assert describe(incremental) == describe(rebuilt)
     if not incremental.nodes:
@@ -160,7 +161,7 @@ def test_views_taken_at_many_points_of_one_long_run_stay_exact():
     log.derived(MEMORY_INDEX, MemoryIndex)  # the index takes in the whole run first ...
     for length in sorted(rng.sample(range(len(events) + 1), 25)):  # ... then older views
         assert_view_exact(log.prefix(length), queries=3, rng=rng)
-    assert log.branch._derived[MEMORY_INDEX].length == len(events)
+    assert log.branch.budget.peek(DERIVED, MEMORY_INDEX).length == len(events)
 
 
 def assert_views_equal(live: SubstrateLog, restarted: SubstrateLog, rng: random.Random) -> None:
@@ -317,7 +318,7 @@ def test_a_fork_carries_the_index_as_of_its_fork_point_and_stays_exact(where):
     events = random_run(rng, 400)
     log = SubstrateLog(events)
     assert_view_exact(log, queries=4, rng=rng)  # the index, its fields and vectors, all built
-    parent = log.branch._derived[MEMORY_INDEX]
+    parent = log.branch.budget.peek(DERIVED, MEMORY_INDEX)
     n = len(events)
     cuts = rng.sample(range(1, n), 12) if where == "anywhere" else range(n - 12, n)
     for cut in sorted(cuts):
@@ -328,7 +329,7 @@ def test_a_fork_carries_the_index_as_of_its_fork_point_and_stays_exact(where):
             batch.append(event)
         fork = log.prefix(cut).appended(batch)
         assert fork.branch is not log.branch
-        carried = fork.branch._derived[MEMORY_INDEX]
+        carried = fork.branch.budget.peek(DERIVED, MEMORY_INDEX)
         assert carried is not parent and carried.length == cut  # copied, not re-read
         assert_view_exact(fork, queries=3, rng=rng)
         assert_view_exact(fork.prefix(cut), queries=2, rng=rng)
@@ -453,7 +454,9 @@ def test_readers_of_older_views_stay_exact_while_the_branch_grows_in_another_thr
     finally:
         sys.setswitchinterval(interval)
     assert errors == []
-    assert grown.branch is log.branch and log.branch._derived[MEMORY_INDEX].length == len(events)
+    assert grown.branch is log.branch and log.branch.budget.peek(
+        DERIVED, MEMORY_INDEX
+    ).length == len(events)
 
 
 def test_the_default_in_memory_embedding_cache_is_bounded_now_that_the_index_keeps_vectors():
@@ -484,7 +487,7 @@ def test_nodes_with_the_same_body_share_one_vector_row_and_rank_as_the_reference
     spec = WalkSpec(weights=Weights(graph=0.5, temporal=0, semantic=1))
     query = Query(text="dose risk", scorer=scorer)
     got = query_vectorised(snapshot, "n59", spec, query)
-    fields = fields_index(log.branch._derived[MEMORY_INDEX], default_extractor)
+    fields = fields_index(log.branch.budget.peek(DERIVED, MEMORY_INDEX), default_extractor)
     held = fields._vectors[scorer.scorer_id]
     assert held.done == 3  # three distinct non-empty bodies: a row each, not one per node
     assert len(held.rows.data) < 60
