@@ -133,6 +133,8 @@ class EvidenceNames:
         other.empty = list(self.empty)
         kept = self.owners.size
         if self.done > ready:
+            # Items are in arrival order, so their owners' ticks ascend: those before the first
+            # owner that arrived at or past the fork's length are exactly the fork's.
             kept = int(np.searchsorted(arrived[self.owners.prefix()], length))
         other.owners = self.owners.copy(kept)
         other.items = self.items.copy(kept)
@@ -146,6 +148,7 @@ class EvidenceNames:
             if found is not None:
                 wanted[found] = True
         owners = self.owners.prefix()
+        # Arrival order again (as in fork): one binary search finds the items the view has seen.
         seen = int(np.searchsorted(view.index.output_tick.data[owners], view.length))
         flagged = np.zeros(view.n, dtype=bool)
         flagged[owners[:seen][wanted[self.items.data[:seen]]]] = True

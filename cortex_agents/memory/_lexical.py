@@ -77,6 +77,8 @@ CORPORA: Final[tuple[str, ...]] = ("candidates", "view")
 
 def lexical_tokens(text: str) -> list[str]:
     """The tokens of ``text``, repeats kept (see the module docstring for the rules)."""
+    # NFKC first: full-width digits and letters, ligatures and other compatibility forms
+    # become the characters the patterns below match.
     text = unicodedata.normalize("NFKC", text)
     out: list[str] = []
     for word in _WORD.findall(text):
@@ -177,6 +179,8 @@ class BM25:
         average = stats.length / stats.documents
         score = 0.0
         bound = 0.0
+        # Term by term in code-point order, as the vectorised engine sums: the two agree to
+        # the last bit only if they add in the same order (see the module docstring).
         for term in terms:
             idf = self.idf(stats.documents, stats.df.get(term, 0))
             score = score + self.weight(idf, tf.get(term, 0), len(tokens), average)

@@ -48,6 +48,7 @@ def then_by(order: IntArray, keys: IntArray) -> IntArray:
         step = np.argsort(digit, kind="stable")
         order, sorted_keys = order[step], sorted_keys[step]
         shift += 16
+        # The higher digits of every key are 0 from here: further passes would not move anything.
         if top >> shift == 0:
             break
     return order
@@ -75,6 +76,8 @@ def pair_order(major: IntArray, minor: IntArray) -> IntArray:
     spread = minor - minor.min()
     common = int(np.bitwise_or.reduce(spread))
     if common:
+        # `common & -common` is the lowest bit set in any element: the zero bits below it are
+        # shared by all, and dropping them keeps the order while freeing bits for packing.
         spread >>= (common & -common).bit_length() - 1
     minor_bits = int(spread.max()).bit_length()
     if major_bits + minor_bits + index_bits > _PACKED_BITS:
@@ -86,6 +89,8 @@ def pair_order(major: IntArray, minor: IntArray) -> IntArray:
     packed: IntArray = (major.astype(np.int64) << (minor_bits + index_bits)) | (
         spread << index_bits
     )
+    # The position in the low bits makes every packed value distinct, so numpy's default
+    # (unstable) sort gives the stable order; masking then leaves only the positions.
     packed |= np.arange(n, dtype=np.int64)
     packed.sort()
     packed &= (1 << index_bits) - 1

@@ -136,5 +136,6 @@ class Writers:
             yield
         finally:
             with self._lock:
+                # Only our own: a later holder of the thread may have registered its fence since.
                 if self._fences.get(fence.thread_id) is fence:
                     del self._fences[fence.thread_id]

@@ -35,6 +35,8 @@ class _MemoryTransaction(Transaction):
 
     def __init__(self, tables: _Tables) -> None:
         self.t = tables
+        # One id counter for the tables and every transaction: like AUTOINCREMENT, the id of a
+        # branch whose transaction failed is never handed out again.
         self.new = _Tables(ids=tables.ids)
 
     def create_branch(
@@ -120,6 +122,8 @@ class _MemoryTransaction(Transaction):
         for row_key in [k for k, row in self.t.nodes.items() if row[0] in gone]:
             branch, _, node_id = self.t.nodes.pop(row_key)
             del self.t.node_keys[(branch, node_id)]
+        # The thread's writer epoch stays (as its cortex_writers row does): a recreated thread
+        # must never hand out an epoch a stale writer holds.
         for branch in doomed:
             del self.t.branches[branch]
             self.t.heads.pop(branch, None)

@@ -192,6 +192,8 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
         sqlite=_keyed_nodes("INTEGER", " WITHOUT ROWID"),
         postgres=(
             *_keyed_nodes("BIGINT", ""),
+            # Postgres names a primary key after the table it was created in, and renaming
+            # the table keeps that name: these give the keys a freshly created table's names.
             "ALTER TABLE cortex_nodes RENAME CONSTRAINT cortex_nodes_v2_pkey TO cortex_nodes_pkey",
             "ALTER TABLE cortex_edges RENAME CONSTRAINT cortex_edges_v2_pkey TO cortex_edges_pkey",
         ),

@@ -238,11 +238,15 @@ class _SqlTransaction(Transaction):
 
     def delete_thread(self, thread_id: str) -> list[int]:
         rows = self._run(
+            # A branch is created after its parent, so it has the larger key: descending order
+            # deletes children before the parents their parent_pk points at.
             "SELECT branch_pk FROM cortex_branches WHERE thread_id = ? ORDER BY branch_pk DESC",
             (thread_id,),
         ).fetchall()
         branches = [int(r[0]) for r in rows]
         mine = "branch_pk IN (SELECT branch_pk FROM cortex_branches WHERE thread_id = ?)"
+        # Referencing rows first (edges point at nodes, both at events), so no delete
+        # leaves a foreign key dangling.
         for table in ("cortex_edges", "cortex_nodes", "cortex_events"):
             self._run(f"DELETE FROM {table} WHERE {mine}", (thread_id,))
         for branch in branches:  # children before parents

@@ -92,6 +92,8 @@ class ThreadSaver(Protocol):
 def _history(saver: ThreadSaver, thread_id: str) -> list[CheckpointTuple]:
     """Every checkpoint of a thread, all namespaces, oldest first (parents before children)."""
     newest_first = list(saver.list({"configurable": {"thread_id": str(thread_id)}}))
+    # LangGraph's checkpoint ids are time-ordered UUIDs (uuid6), so id order is the order
+    # they were written in, and a parent always comes before its children.
     return sorted(newest_first, key=lambda t: t.checkpoint["id"])
 
 
@@ -100,6 +102,8 @@ def _put_all(target: ThreadSaver, thread_id: str, tuples: Sequence[CheckpointTup
         namespace = tup.config["configurable"].get("checkpoint_ns", "")
         configurable: dict[str, Any] = {"thread_id": str(thread_id), "checkpoint_ns": namespace}
         if tup.parent_config is not None:
+            # `put` records the config's checkpoint_id as the new checkpoint's parent: callers
+            # pass tuples oldest first, so that parent is already in the target.
             configurable["checkpoint_id"] = tup.parent_config["configurable"]["checkpoint_id"]
         versions = dict(tup.checkpoint.get("channel_versions", {}))
         stored = target.put({"configurable": configurable}, tup.checkpoint, tup.metadata, versions)
@@ -114,6 +118,8 @@ def _rebuild(saver: ThreadSaver, thread_id: str, keep: Sequence[CheckpointTuple]
     with saver._transaction() as target:
         target.delete_thread(thread_id)
         _put_all(target, thread_id, keep)
+    # After the commit: the saver's remembered state of the thread (its cursors) describes
+    # the checkpoints just replaced.
     saver.forget_thread(thread_id)
 
 

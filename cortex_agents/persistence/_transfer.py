@@ -188,6 +188,8 @@ def latest_time(log: SubstrateLog) -> datetime:
     """The time of the newest event (the reference time of an export)."""
     if not len(log):
         raise InvalidArgument("substrate", "is empty: there is nothing to export", log)
+    # The newest, not the last: stages of a frontier run in parallel, each on its own clock
+    # (LogicalClock.for_stage), so log order is not time order.
     return max(event.at for event in log)
 
 

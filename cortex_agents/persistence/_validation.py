@@ -92,6 +92,8 @@ def _sqlite_integrity(saver: CortexSaver) -> list[Problem]:
     if not isinstance(conn, sqlite3.Connection):
         return []
     with driver_errors("integrity check"):
+        # quick_check skips matching each index's entries to their rows (O(N), where
+        # integrity_check is O(N log N)); 20 caps the lines a damaged file reports, as below.
         found = [r[0] for r in conn.execute("PRAGMA quick_check(20)").fetchall()]
         keys = conn.execute("PRAGMA foreign_key_check").fetchall()
     problems = [Problem("database", f"integrity check: {line}") for line in found if line != "ok"]

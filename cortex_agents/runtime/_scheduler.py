@@ -117,6 +117,8 @@ def next_frontier(log: SubstrateLog, *, since: int | None, retry_failed: bool = 
             elif isinstance(event, StageFailed):
                 failed.append(event.node_id)
         candidates = touched
+    # By node id, not scan order: a stage's index here is its position in the frontier,
+    # which LogicalClock.for_stage turns into its times.
     ready = sorted(n for n in candidates if is_ready(state, n, retry=retry_failed))
     still_failed = [] if retry_failed else sorted(set(failed))
     return Frontier(ready=tuple(ready), failed=tuple(still_failed))

@@ -341,6 +341,7 @@ def _edge_problems(edges: Sequence[tuple[str, str]], seen: Mapping[str, int]) ->
         if (source, target) in pairs:
             problems.append(Problem(f"edges[{i}]", f"duplicate edge {source!r} -> {target!r}"))
         pairs.add((source, target))
+        # Edges to unknown stages are reported above; the cycle check sees only the others.
         if source in seen and target in seen:
             relation[NodeId(source)].append(NodeId(target))
     try:
@@ -356,6 +357,7 @@ def _budget_problems(budget: object) -> list[Problem]:
         return [Problem("budget", "must be a RewriteBudget (see WireBuilder.budget)")]
     problems: list[Problem] = []
     for dimension, amount in budget.as_dict().items():
+        # bool is a subclass of int: without the first test True would pass as a budget of 1.
         if isinstance(amount, bool) or not isinstance(amount, int) or amount < 0:
             problems.append(
                 Problem(f"budget.{dimension}", f"must be an integer >= 0 (got {amount!r})")

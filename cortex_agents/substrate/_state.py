@@ -107,12 +107,15 @@ class AppendOnly(Sequence[T], Generic[T]):
                 if len(self._items) == self._length:
                     self._items.extend(items)
                 out = AppendOnly.__new__(AppendOnly)
+                # The versions sharing a buffer share its lock too: two of them must never both
+                # find themselves the newest and extend it at once.
                 out._items, out._length, out._lock = (
                     self._items,
                     self._length + len(items),
                     self._lock,
                 )
                 return out
+        # Copying needs no lock: a version's prefix of the buffer never changes, only grows past it.
         return AppendOnly([*self, *items])
 
 

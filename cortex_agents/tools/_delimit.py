@@ -34,4 +34,6 @@ def escape_text(value: object, *, attribute: bool = False) -> str:
 def data_json(value: Any, *, indent: int | None = 1) -> str:
     """``value`` as canonical JSON (sorted keys) that cannot open or close a tag."""
     text = json.dumps(value, sort_keys=True, ensure_ascii=False, indent=indent)
+    # Safe on the whole text: JSON's own syntax has no `<` or `>`, so every one is inside
+    # a string, where the \u escape parses back to the same character.
     return text.translate(_JSON_ESCAPES)

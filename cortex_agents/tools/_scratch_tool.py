@@ -307,6 +307,8 @@ def _run(command: str, runtime: ToolRuntime[Any, Any], **arguments: Any) -> str 
 
 def _validation_content(exc: ValidationError) -> str:
     errors = exc.errors(include_url=False)
+    # `runtime` is injected by LangChain's tool node, never written by the model: an error
+    # there means the tool ran outside one, which no argument the model changes can fix.
     if any(error["loc"][:1] == ("runtime",) for error in errors):
         return str(_unavailable("no `runtime` was injected").args[0])
     parts = []
