@@ -156,9 +156,9 @@ class MemoryHandle:
       you. Classic stages recall nothing.
     - :meth:`rank_request`: the seam for tools — a request whose arguments
       are all optional, resolved against the stage's strategy, returned with
-      every argument it resolved to, so a result can be recomputed.
-    - :meth:`rank`: :meth:`query` with the number of candidates before the
-      limit (``Ranking.total``); :meth:`rank_request` builds on it.
+      every argument it resolved to, so a result can be recomputed. Its
+      ``ranking.total`` is the number of candidates before the limit, which
+      is ``len(query(...))`` with the same spec and ``limit=None``.
     - :meth:`query_for`: not a ranking; the :class:`Query` a preset gives in
       this stage, to pass to :meth:`query`.
 
@@ -199,17 +199,15 @@ class MemoryHandle:
             UnknownNode: the origin is not in the snapshot.
             CycleError: the snapshot's topology has a cycle.
         """
-        return self.rank(spec, query, origin=origin).matches
+        return self._rank(spec, query, origin=origin).matches
 
-    def rank(
-        self, spec: WalkSpec | None = None, query: Query | None = None, *, origin: str | None = None
+    def _rank(
+        self, spec: WalkSpec | None, query: Query | None, *, origin: str | None = None
     ) -> Ranking:
         """:meth:`query`, with the number of candidates before the limit (``Ranking.total``).
 
-        Raises:
-            InvalidArgument: neither the call nor the handle names an origin.
-            UnknownNode: the origin is not in the snapshot.
-            CycleError: the snapshot's topology has a cycle.
+        Private so the handle has one public verb to rank with: callers that
+        need the count get it from :meth:`rank_request`, the tools' seam.
         """
         start = origin if origin is not None else self.origin
         if start is None:
@@ -313,7 +311,7 @@ class MemoryHandle:
         }
         spec = dataclasses.replace(spec, **{k: v for k, v in overrides.items() if v is not None})
         query = self.query_for(name, text=query_text, routing_key=routing_key)
-        ranking = self.rank(spec, query)
+        ranking = self._rank(spec, query)
         projection = declared.projection if declared else None
         scorer = (declared.scorer if declared else None) or self.presets.resolve(name).scorer
         request = {"preset": name, "routing_key": routing_key, "query_text": query_text}

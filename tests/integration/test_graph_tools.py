@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -101,12 +102,14 @@ def test_create_agent_ranks_the_loaded_run_and_records_the_call_as_a_stage():
     query = made.result["query"]
     handle = seen_by(log, "researcher")
     spec = handle.presets.spec(query["preset"], limit=query["limit"])
-    expected = handle.rank(spec, handle.query_for(query["preset"], text=query["query_text"]))
+    asked = handle.query_for(query["preset"], text=query["query_text"])
+    expected = handle.query(spec, asked)
     assert query["scorer"] == handle.presets.resolve(query["preset"]).scorer
     assert [(m["node_id"], m["score"]) for m in made.result["matches"]] == [
-        (m.node_id, m.score) for m in expected.matches[: made.result["shown"]]
+        (m.node_id, m.score) for m in expected[: made.result["shown"]]
     ]
-    assert made.result["total"] == expected.total > 0
+    # `total` counts the candidates before the limit: the unlimited ranking's length
+    assert made.result["total"] == len(handle.query(replace(spec, limit=None), asked)) > 0
     unsettled = {"reviewer", "rewriter"}  # running and pending in the recorded run
     assert not unsettled & {m["node_id"] for m in made.result["matches"]}
     assert app.get_state(start()[1]).values["substrate"] == log  # the thread was stored

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -108,9 +109,9 @@ def recomputed(log, made: ToolCallMade) -> list[str]:
     query = made.result["query"]
     spec = handle.presets.spec(query["preset"], limit=query["limit"])
     asked = handle.presets.query(query["preset"], text=query["query_text"], scorer=query["scorer"])
-    ranking = handle.rank(spec, asked)
-    assert made.result["total"] == ranking.total
-    return [m.node_id for m in ranking.matches[: made.result["shown"]]]
+    # `total` counts the candidates before the limit: the unlimited ranking's length
+    assert made.result["total"] == len(handle.query(replace(spec, limit=None), asked))
+    return [m.node_id for m in handle.query(spec, asked)[: made.result["shown"]]]
 
 
 def classic_claim_review():

@@ -87,7 +87,7 @@ def test_a_missing_preset_inherits_the_stages(handle):
     assert message.artifact["query"]["preset"] == "reviewer"
     # the stage's preset ranked them: the same ranking as the handle's own query with it
     spec = BUILTIN_PRESETS.spec("reviewer")
-    expected = handle.rank(spec, handle.query_for("reviewer")).matches
+    expected = handle.query(spec, handle.query_for("reviewer"))
     shown = message.artifact["shown"]
     assert [m["node_id"] for m in message.artifact["matches"]] == [
         m.node_id for m in expected[:shown]
@@ -334,7 +334,9 @@ def test_the_tool_runs_one_handle_call_and_records_what_it_resolved_in_order(han
         limit=min(BUILTIN_PRESETS.spec("reviewer").limit or MAX_RESULTS, MAX_RESULTS),
     )
     assert ranked.spec == spec
-    assert ranked.ranking == handle.rank(spec, handle.query_for("reviewer", text="remote work"))
+    asked = handle.query_for("reviewer", text="remote work")
+    assert ranked.ranking.matches == handle.query(spec, asked)
+    assert ranked.ranking.total == len(handle.query(replace(spec, limit=None), asked))
 
 
 def test_a_request_s_limit_is_capped_and_bad_requests_are_refused_naming_the_field(handle):

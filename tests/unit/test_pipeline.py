@@ -1,6 +1,7 @@
 """The pipeline's steps one at a time, on both engines."""
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -203,8 +204,7 @@ def test_unknown_origin(engine, claim_review):
 def test_ranking_total_counts_candidates_beyond_the_limit(claim_review) -> None:
     """The limit cuts the matches, never the count of candidates that passed the filters."""
     handle = MemoryHandle(claim_review, "rewriter")
-    full = handle.rank(WalkSpec())
-    cut = handle.rank(WalkSpec(limit=2))
-    assert full.total == len(full.matches) == 6
-    assert cut.total == 6
-    assert ids(cut.matches) == ids(full.matches)[:2]
+    cut = handle.rank_request(max_limit=10, limit=2)  # the one public way to the count
+    full = handle.query(replace(cut.spec, limit=None), handle.query_for(cut.preset))
+    assert cut.ranking.total == len(full) == 6
+    assert ids(cut.ranking.matches) == ids(full)[:2]
