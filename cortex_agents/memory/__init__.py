@@ -1,8 +1,9 @@
 """Memory, pure: snapshot, influence, scoring, extractors, presets, the query engine.
 
 Nothing here imports LangGraph, does I/O or reads a clock. Users rank with
-:meth:`MemoryHandle.query` over the vectorised engine (numpy/scipy,
-:func:`query_vectorised`). The plain-Python definition it is tested against,
+:meth:`MemoryHandle.query` over the vectorised engine (numpy/scipy, in the
+private ``_engine`` module: one public way to rank). The plain-Python
+definition it is tested against,
 ``query_reference`` with the seed's walk, lives apart in
 :mod:`cortex_agents.reference` (the test oracle); the two agree to the last bit.
 """
@@ -15,7 +16,6 @@ from cortex_agents.memory._embedding import (
     VectorScorer,
     body_key,
 )
-from cortex_agents.memory._engine import QueryMemo, query_vectorised, rank_vectorised
 from cortex_agents.memory._extract import (
     ExtractedFields,
     Extractor,
@@ -89,7 +89,6 @@ __all__ = [
     "Preset",
     "PresetRegistry",
     "Query",
-    "QueryMemo",
     "RankedRequest",
     "Ranking",
     "Scope",
@@ -112,8 +111,6 @@ __all__ = [
     "lexical_tokens",
     "peel_envelope",
     "projection_extractor",
-    "query_vectorised",
-    "rank_vectorised",
     "temporal_axis",
     "token_jaccard",
     "tokenize",

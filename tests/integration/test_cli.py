@@ -9,7 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cortex_agents.cli import app
-from cortex_agents.memory import BUILTIN_PRESETS, WalkSpec, Weights, query_vectorised
+from cortex_agents.memory import BUILTIN_PRESETS, WalkSpec, Weights
+from cortex_agents.memory._engine import query_vectorised
 from cortex_agents.snapshotfile import load_snapshot
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "claim_review.json"

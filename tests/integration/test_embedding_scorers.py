@@ -28,8 +28,8 @@ from cortex_agents.memory import (
     Topological,
     WalkSpec,
     Weights,
-    query_vectorised,
 )
+from cortex_agents.memory._engine import query_vectorised
 from cortex_agents.reference import query_reference
 from cortex_agents.runtime import WireBuilder
 from tests.support.helpers import node, snapshot

@@ -21,13 +21,8 @@ from typing import Any
 import langchain.agents as langchain_agents
 from langchain_core.messages import AIMessage
 
-from cortex_agents.memory import (
-    MemorySnapshot,
-    Query,
-    WalkSpec,
-    Weights,
-    query_vectorised,
-)
+from cortex_agents.memory import MemorySnapshot, Query, WalkSpec, Weights
+from cortex_agents.memory._engine import query_vectorised
 from cortex_agents.memory._index import MemoryIndex
 from cortex_agents.persistence import memory_saver
 from cortex_agents.reference import query_reference

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from cortex_agents.cli import app
 from cortex_agents.errors import InvalidArgument
-from cortex_agents.memory import query_vectorised
+from cortex_agents.memory._engine import query_vectorised
 from cortex_agents.persistence import UnknownThread, export_document, import_document, open_saver
 from cortex_agents.snapshotfile import dump_snapshot, load_snapshot, parse_snapshot
 from tests.support.graphs import chain_graph

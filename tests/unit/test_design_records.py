@@ -19,7 +19,8 @@ from collections.abc import Callable
 from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
-from cortex_agents.memory import MemorySnapshot, Query, WalkSpec, Weights, query_vectorised
+from cortex_agents.memory import MemorySnapshot, Query, WalkSpec, Weights
+from cortex_agents.memory._engine import query_vectorised
 from cortex_agents.reference import walk_candidates
 from tests.unit.test_properties import snapshots
 

@@ -26,9 +26,9 @@ from cortex_agents.memory import (
     Topological,
     WalkSpec,
     Weights,
-    query_vectorised,
 )
 from cortex_agents.memory._diversity import MMR_DEPTH, MMR_LAMBDA, mmr_order, token_similarity
+from cortex_agents.memory._engine import query_vectorised
 from cortex_agents.reference import query_reference
 from tests.support.embedding import HashEmbedder
 from tests.support.helpers import call_memory_tool, node, snapshot

@@ -9,8 +9,8 @@ from cortex_agents.memory import (
     default_extractor,
     peel_envelope,
     projection_extractor,
-    query_vectorised,
 )
+from cortex_agents.memory._engine import query_vectorised
 from tests.support.helpers import at, node
 
 

@@ -2,13 +2,8 @@
 
 import pytest
 
-from cortex_agents.memory import (
-    DEFAULT_ALPHA,
-    WalkSpec,
-    Weights,
-    dag_random_walk_influence,
-    query_vectorised,
-)
+from cortex_agents.memory import DEFAULT_ALPHA, WalkSpec, Weights, dag_random_walk_influence
+from cortex_agents.memory._engine import query_vectorised
 from cortex_agents.reference import query_reference, relations_of
 from tests.support.helpers import FANOUT_EDGES, FANOUT_NODES, snapshot
 

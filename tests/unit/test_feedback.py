@@ -20,8 +20,8 @@ from cortex_agents.memory import (
     Topological,
     WalkSpec,
     Weights,
-    query_vectorised,
 )
+from cortex_agents.memory._engine import query_vectorised
 from cortex_agents.memory._feedback import FEEDBACK_SCORER, feedback_text
 from cortex_agents.memory._presets import BUILTIN_PRESETS, FEEDBACK, FEEDBACK_DEPTH
 from cortex_agents.reference import query_reference, semantic_axes

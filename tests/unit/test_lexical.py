@@ -23,8 +23,8 @@ from cortex_agents.memory import (
     WalkSpec,
     default_extractor,
     lexical_tokens,
-    query_vectorised,
 )
+from cortex_agents.memory._engine import query_vectorised
 from cortex_agents.memory._fields import fields_of
 from cortex_agents.memory._lexical import CorpusStats
 from cortex_agents.reference import query_reference

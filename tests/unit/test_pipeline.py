@@ -6,14 +6,8 @@ from dataclasses import replace
 import pytest
 
 from cortex_agents.errors import CycleError, UnknownNode
-from cortex_agents.memory import (
-    MemoryHandle,
-    MemorySnapshot,
-    Query,
-    WalkSpec,
-    Weights,
-    query_vectorised,
-)
+from cortex_agents.memory import MemoryHandle, MemorySnapshot, Query, WalkSpec, Weights
+from cortex_agents.memory._engine import query_vectorised
 from cortex_agents.reference import query_reference
 from cortex_agents.substrate import EdgeRecord
 from tests.support.helpers import at, node, snapshot

@@ -22,9 +22,9 @@ from cortex_agents.memory import (
     Query,
     WalkSpec,
     Weights,
-    query_vectorised,
     token_jaccard,
 )
+from cortex_agents.memory._engine import query_vectorised
 from cortex_agents.reference import query_reference
 from cortex_agents.substrate import NodeRecord
 from tests.support.embedding import HashEmbedder

@@ -7,15 +7,8 @@ from __future__ import annotations
 import pytest
 
 from cortex_agents.errors import InvalidArgument
-from cortex_agents.memory import (
-    BM25,
-    Blend,
-    EmbeddingScorer,
-    Query,
-    WalkSpec,
-    Weights,
-    query_vectorised,
-)
+from cortex_agents.memory import BM25, Blend, EmbeddingScorer, Query, WalkSpec, Weights
+from cortex_agents.memory._engine import query_vectorised
 from cortex_agents.memory._entities import name_of, named, names_in
 from cortex_agents.reference import query_reference
 from tests.support.embedding import HashEmbedder

@@ -26,9 +26,9 @@ from cortex_agents.memory import (
     WalkSpec,
     Weights,
     body_key,
-    query_vectorised,
     token_jaccard,
 )
+from cortex_agents.memory._engine import query_vectorised
 from cortex_agents.memory._fields import fields_of
 from cortex_agents.reference import query_reference
 from cortex_agents.runtime import WireBuilder, load_wire

@@ -2,12 +2,8 @@
 
 import pytest
 
-from cortex_agents.memory import (
-    Query,
-    WalkSpec,
-    Weights,
-    query_vectorised,
-)
+from cortex_agents.memory import Query, WalkSpec, Weights
+from cortex_agents.memory._engine import query_vectorised
 from cortex_agents.reference import query_reference, walk_candidates
 from tests.support.helpers import node, snapshot
 

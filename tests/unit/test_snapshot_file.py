@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cortex_agents.errors import InvalidSnapshot
-from cortex_agents.memory import query_vectorised
+from cortex_agents.memory._engine import query_vectorised
 from cortex_agents.snapshotfile import (
     dump_snapshot,
     load_snapshot,

@@ -5,7 +5,8 @@ from itertools import pairwise
 import pytest
 
 from cortex_agents.errors import InvalidArgument, InvalidEvent, UnknownNode
-from cortex_agents.memory import MemorySnapshot, query_vectorised
+from cortex_agents.memory import MemorySnapshot
+from cortex_agents.memory._engine import query_vectorised
 from cortex_agents.substrate import (
     EMPTY_STATE,
     EdgeAdded,
