@@ -20,7 +20,7 @@ naming their class: whoever reads them passes the class in
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, cast
 
 import numpy as np
 
@@ -191,8 +191,9 @@ class IndexColumns:
     def kept_per_extractor(self) -> list[tuple[Extractor, type[PerExtractor], PerExtractor]]:
         """``(extractor, kind, structure)`` this index keeps, least recently used first (the
         order a fork puts them in its own budget, so it evicts them in the same order)."""
-        return [
-            (key[1], key[2], held)
-            for key, held in self.budget.items(INDEX_FIELDS)
-            if key[0] is self._token  # type: ignore[index]  # (token, extractor, kind)
-        ]
+        kept = []
+        for key, held in self.budget.items(INDEX_FIELDS):
+            token, extractor, kind = cast("tuple[object, Extractor, type[PerExtractor]]", key)
+            if token is self._token:
+                kept.append((extractor, kind, held))
+        return kept
