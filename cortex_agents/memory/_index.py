@@ -75,6 +75,7 @@ from cortex_agents.memory._columns import NEVER
 from cortex_agents.memory._depth import forward_longest_paths, longest_paths
 from cortex_agents.memory._index_columns import IndexColumns
 from cortex_agents.memory._view import IndexView
+from cortex_agents.substrate._branch import INDEX_FIELDS
 from cortex_agents.substrate._events import (
     EdgeAdded,
     EdgeRemoved,
@@ -93,9 +94,11 @@ from cortex_agents.substrate._events import (
 from cortex_agents.substrate._records import SETTLED, EdgeRecord, NodeId, NodeRecord
 
 if TYPE_CHECKING:
+    from cortex_agents.substrate._budget import DerivedBudget
+    from cortex_agents.substrate._log import SubstrateLog
     from cortex_agents.substrate._state import GraphState
 
-__all__ = ["MEMORY_INDEX", "IndexView", "MemoryIndex"]
+__all__ = ["MEMORY_INDEX", "IndexView", "MemoryIndex", "on_branch"]
 
 MEMORY_INDEX: Final = "cortex_agents.memory._index"
 """The key the memory index is registered under on a branch (``log.derived``)."""
@@ -105,6 +108,19 @@ _ID, _KIND, _STATUS, _CAPTURED, _COMPLETED, _HELD_OUTPUT = map(
     attrgetter, ("id", "kind", "status", "captured_at", "completed_at", "held_output")
 )
 _SOURCE, _TARGET = attrgetter("source"), attrgetter("target")
+
+
+def on_branch(log: SubstrateLog) -> IndexView:
+    """The view of ``log``'s branch's memory index as of ``log``'s length.
+
+    The branch creates the index on first use (or again, after its budget
+    evicted it) with the branch's own budget, so the index's caches are kinds
+    of it (:data:`~cortex_agents.substrate._branch.INDEX_LIMITS`): one bound,
+    one owner, what :meth:`~cortex_agents.substrate._branch.Branch.sizes` reports.
+    """
+    budget = log.branch.budget
+    view: IndexView = log.derived(MEMORY_INDEX, lambda: MemoryIndex(budget))
+    return view
 
 
 class MemoryIndex(IndexColumns):
@@ -156,18 +172,19 @@ class MemoryIndex(IndexColumns):
             removals = bisect_left(self.removal_ticks, length)
         return IndexView(self, length, n, edges, removals)
 
-    def fork(self, length: int) -> MemoryIndex:
+    def fork(self, length: int, budget: DerivedBudget | None = None) -> MemoryIndex:
         """A new index of the first ``length`` events, for a branch forked there.
 
         Copies (numpy prefixes, list slices) instead of re-reading the events:
-        no output is extracted, tokenised or embedded again.
+        no output is extracted, tokenised or embedded again. ``budget``: the
+        forked branch's, where the new index keeps its caches (``None``: its own).
         """
         with self.lock:
             self._usable()
             view = self.at(length)
             n, e = view.n, view.edges
             ready = int(np.searchsorted(self.ready_tick.prefix(), length))
-            other = MemoryIndex()
+            other = MemoryIndex(budget)
             other.length = length
             other.ids = self.ids[:n]
             other.pos = {node_id: i for i, node_id in enumerate(other.ids)}
@@ -208,8 +225,9 @@ class MemoryIndex(IndexColumns):
                 other.out = [None] * n
                 other.inc = [None] * n
             other.live_edges = e - len(other.removed)
-            for extractor, held in self._fields.items():
-                other._fields[extractor] = held.fork(self, n, ready, length)
+            for extractor, kind, held in self.kept_per_extractor():
+                key = (other._token, extractor, kind)
+                other.budget.put(INDEX_FIELDS, key, held.fork(self, n, ready, length))
             return other
 
     @classmethod

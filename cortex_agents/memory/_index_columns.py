@@ -20,8 +20,7 @@ naming their class: whoever reads them passes the class in
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, cast
 
 import numpy as np
 
@@ -31,6 +30,8 @@ from cortex_agents.memory._bulk import paused_gc
 from cortex_agents.memory._columns import Column
 from cortex_agents.memory._depth import Depths
 from cortex_agents.memory._idorder import IdOrder
+from cortex_agents.substrate._branch import INDEX_ADJACENCY, INDEX_ASKED, INDEX_FIELDS, INDEX_LIMITS
+from cortex_agents.substrate._budget import DerivedBudget
 
 if TYPE_CHECKING:
     from cortex_agents.memory._extract import Extractor
@@ -38,9 +39,8 @@ if TYPE_CHECKING:
 
 __all__ = ["IndexColumns", "PerExtractor"]
 
-_FIELDS_KEPT: Final = 8
-_ADJACENCY_KEPT: Final = 4
-_ASKED_KEPT: Final = 64
+_OWN_BUDGET: Final = sum(INDEX_LIMITS.values())
+"""The capacity of the budget an index built outside a branch keeps (every kind at its limit)."""
 
 
 class PerExtractor(Protocol):
@@ -67,14 +67,31 @@ P = TypeVar("P", bound=PerExtractor)
 class IndexColumns:
     """Nodes, edges and settle facts of one branch, by ordinal, with the tick of each fact.
 
+    Its caches — the fields per extractor, the compiled adjacency and how
+    often each edge set was asked for — are kinds of ``budget``
+    (:data:`~cortex_agents.substrate._branch.INDEX_LIMITS`), keyed by this
+    index's own token so two indexes sharing a budget never read each other's.
+
+    Args:
+        budget: Where the caches are kept: the branch's, when the branch
+            creates the index (:func:`~cortex_agents.memory._index.on_branch`);
+            ``None``, an index built outside a branch (a snapshot, a test),
+            keeps a small budget of its own with the same limits.
+
     Attributes:
         length: How many events it has taken in.
-        lock: Guards every change (extension, per-extractor structures catching up).
+        lock: Guards every change (extension, per-extractor structures catching up);
+            the budget's lock is taken while holding it, never the reverse.
+        budget: Where its caches are kept.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, budget: DerivedBudget | None = None) -> None:
         self.length = 0
         self.lock = threading.RLock()
+        self.budget = DerivedBudget(_OWN_BUDGET, limits=INDEX_LIMITS) if budget is None else budget
+        # this index's part of the budget: identity, not equality, and never reused while
+        # an entry holding it lives (an `id()` could be, by a later index at the same address)
+        self._token = object()
         self.ids: list[NodeId] = []
         self.pos: dict[str, int] = {}
         self.kind_lookup: dict[str, int] = {}
@@ -111,10 +128,7 @@ class IndexColumns:
         self._copied_out: set[int] = set()
         self._copied_inc: set[int] = set()
         self.live_edges = 0
-        self._fields: OrderedDict[Extractor, PerExtractor] = OrderedDict()
         self._broken: str | None = None
-        self._adjacency: OrderedDict[tuple[str, int, int], Any] = OrderedDict()
-        self._asked: OrderedDict[tuple[str, int, int], int] = OrderedDict()
 
     def _usable(self) -> None:
         if self._broken is not None:
@@ -124,7 +138,7 @@ class IndexColumns:
     def compiled(self, relation: str, edges: int, removals: int) -> Any:
         """The CSR matrix :meth:`adjacency` built for that edge set, or ``None`` (never builds)."""
         with self.lock:
-            return self._adjacency.get((relation, edges, removals))
+            return self.budget.peek(INDEX_ADJACENCY, (self._token, relation, edges, removals))
 
     def adjacency(self, relation: str, edges: int, removals: int) -> Any:
         """A scipy CSR matrix of ``relation`` over the first ``edges`` edges less the first
@@ -132,19 +146,18 @@ class IndexColumns:
 
         Built (O(E) in numpy) the second time a view with that edge set walks,
         so a one-off view walks in Python in O(cone), and the stages of a run
-        whose wire was scheduled up front share one matrix. Four are kept.
+        whose wire was scheduled up front share one matrix. Four are kept (the
+        budget's :data:`~cortex_agents.substrate._branch.INDEX_ADJACENCY` limit).
         """
-        key = (relation, edges, removals)
-        with self.lock:
-            found = self._adjacency.get(key)
+        key = (self._token, relation, edges, removals)
+        with self.lock:  # the index's lock, then the budget's (inside get/put) for the map only
+            found = self.budget.get(INDEX_ADJACENCY, key)
             if found is not None:
-                self._adjacency.move_to_end(key)
                 return found
-            asked = self._asked.pop(key, 0) + 1
-            self._asked[key] = asked
-            while len(self._asked) > _ASKED_KEPT:
-                self._asked.popitem(last=False)
-            if asked < 2:
+            # a one-item list, counted in place: `put` keeps the value already there
+            asked: list[int] = self.budget.put(INDEX_ASKED, key, [0])
+            asked[0] += 1
+            if asked[0] < 2:
                 return None
             import scipy.sparse as sp  # type: ignore[import-untyped]  # scipy ships no stubs
 
@@ -154,11 +167,8 @@ class IndexColumns:
             if relation == "ancestors":
                 src, dst = dst, src
             size = len(self.ids)
-            found = sp.csr_array((np.ones(len(src)), (src, dst)), shape=(size, size))
-            self._adjacency[key] = found
-            while len(self._adjacency) > _ADJACENCY_KEPT:
-                self._adjacency.popitem(last=False)
-            return found
+            built = sp.csr_array((np.ones(len(src)), (src, dst)), shape=(size, size))
+            return self.budget.put(INDEX_ADJACENCY, key, built)
 
     # -- per extractor -------------------------------------------------------------------
     def per_extractor(self, extractor: Extractor, kind: type[P]) -> P:
@@ -170,14 +180,20 @@ class IndexColumns:
         """
         with self.lock:
             self._usable()
-            held = self._fields.get(extractor)
-            if isinstance(held, kind):
-                self._fields.move_to_end(extractor)
-            else:  # (one kind is kept per extractor: the fields)
-                held = kind(extractor)
-                self._fields[extractor] = held
-                while len(self._fields) > _FIELDS_KEPT:
-                    self._fields.popitem(last=False)
+            key = (self._token, extractor, kind)
+            held: P | None = self.budget.get(INDEX_FIELDS, key)
+            if held is None:  # made outside the budget's lock; caught up below, under ours
+                held = self.budget.put(INDEX_FIELDS, key, kind(extractor))
             with paused_gc():
                 held.catch_up(self)
             return held
+
+    def kept_per_extractor(self) -> list[tuple[Extractor, type[PerExtractor], PerExtractor]]:
+        """``(extractor, kind, structure)`` this index keeps, least recently used first (the
+        order a fork puts them in its own budget, so it evicts them in the same order)."""
+        kept = []
+        for key, held in self.budget.items(INDEX_FIELDS):
+            token, extractor, kind = cast("tuple[object, Extractor, type[PerExtractor]]", key)
+            if token is self._token:
+                kept.append((extractor, kind, held))
+        return kept

@@ -142,10 +142,9 @@ class MemorySnapshot:
         # lazy: importing the memory package does not load the index's modules, only the
         # first query does. A downward import: the index is built from records and never
         # names the snapshot (issue 25: no import cycle).
-        from cortex_agents.memory._index import MEMORY_INDEX, MemoryIndex
+        from cortex_agents.memory._index import MemoryIndex, on_branch
 
         log: SubstrateLog | None = self.__dict__.get("_log")
         if log is not None:
-            view: IndexView = log.derived(MEMORY_INDEX, MemoryIndex)
-            return view
+            return on_branch(log)
         return MemoryIndex.of_records(self.nodes.values(), self.edges)

@@ -34,7 +34,9 @@ covered: a branch nobody asks for a hash pays nothing.
 The states, the derived structures and the latest appends' event dicts are
 three kinds (:data:`STATES`, :data:`DERIVED`, :data:`FORMS`) of the branch's
 one :class:`~cortex_agents.substrate._budget.DerivedBudget` (:attr:`Branch.budget`),
-each within its own limit and all within one capacity. Digests and times are
+each within its own limit and all within one capacity. A derived structure
+keeps its own sub-caches there too, under kinds of their own (the memory
+index's: :data:`INDEX_LIMITS`). Digests and times are
 not in it: they are the branch's data, one entry per event, like the events.
 """
 
@@ -45,6 +47,7 @@ import json
 import threading
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any, Final, Protocol, TypeVar
 
 from cortex_agents.errors import InvalidArgument
@@ -60,6 +63,10 @@ __all__ = [
     "EMPTY_DIGEST",
     "FORMS",
     "FORMS_KEPT",
+    "INDEX_ADJACENCY",
+    "INDEX_ASKED",
+    "INDEX_FIELDS",
+    "INDEX_LIMITS",
     "MAX_DERIVED",
     "STATES",
     "STATE_CACHE",
@@ -83,7 +90,21 @@ DERIVED: Final = "derived"
 """The budget kind of derived structures, keyed by the consumer's key."""
 FORMS: Final = "forms"
 """The budget kind of the latest appends' event dicts, keyed by where each append started."""
-BRANCH_BUDGET: Final = STATE_CACHE + MAX_DERIVED + FORMS_KEPT
+INDEX_FIELDS: Final = "index.fields"
+"""The budget kind of what a memory index keeps per extractor (its fields), 8 kept."""
+INDEX_ADJACENCY: Final = "index.adjacency"
+"""The budget kind of a memory index's compiled adjacency matrices, 4 kept."""
+INDEX_ASKED: Final = "index.asked"
+"""The budget kind of how often a memory index was asked for an edge set's matrix, 64 kept."""
+INDEX_LIMITS: Final[Mapping[str, int]] = MappingProxyType(
+    {INDEX_FIELDS: 8, INDEX_ADJACENCY: 4, INDEX_ASKED: 64}
+)
+"""The limits of the memory index's kinds, in a branch's budget or an index's own (issue 25).
+
+Named here, below the index, so a branch's budget has room for them from the
+start: the index (:mod:`cortex_agents.memory._index_columns`) names them, the
+branch never names the index."""
+BRANCH_BUDGET: Final = STATE_CACHE + MAX_DERIVED + FORMS_KEPT + sum(INDEX_LIMITS.values())
 """A branch's budget capacity: every kind's limit fits at once, so no kind evicts another's."""
 
 T = TypeVar("T", covariant=True)
@@ -132,8 +153,9 @@ class Derived(Protocol[T]):
     def at(self, length: int) -> T:
         """An immutable view of the structure as of the first ``length`` events (<= ``self.length``)."""
 
-    # Optional: ``fork(length) -> Derived[T]``, a new structure of the first ``length``
-    # events (<= ``self.length``), for a branch forked there (see :meth:`Branch.fork`).
+    # Optional: ``fork(length, budget) -> Derived[T]``, a new structure of the first
+    # ``length`` events (<= ``self.length``), for a branch forked there, keeping its own
+    # sub-caches in ``budget``, the fork's (see :meth:`Branch.fork`).
 
 
 class Branch:
@@ -168,7 +190,8 @@ class Branch:
         self._digests = bytearray()
         self._latest: list[datetime] = []
         self.budget = DerivedBudget(
-            BRANCH_BUDGET, limits={STATES: STATE_CACHE, DERIVED: MAX_DERIVED, FORMS: FORMS_KEPT}
+            BRANCH_BUDGET,
+            limits={STATES: STATE_CACHE, DERIVED: MAX_DERIVED, FORMS: FORMS_KEPT, **INDEX_LIMITS},
         )
         # the latest append: where it started, and what its events were made from
         self._source: tuple[int, tuple[object, ...]] | None = None
@@ -208,7 +231,9 @@ class Branch:
             for key, structure in self.budget.items(DERIVED):
                 carry = getattr(structure, "fork", None)
                 if carry is not None:
-                    other.budget.put(DERIVED, key, carry(min(length, structure.length)))
+                    # the carried structure keeps its sub-caches in the fork's budget
+                    forked = carry(min(length, structure.length), other.budget)
+                    other.budget.put(DERIVED, key, forked)
         return other
 
     def record_source(

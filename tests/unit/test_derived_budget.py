@@ -18,6 +18,7 @@ from cortex_agents.substrate._branch import (
     DERIVED,
     FORMS,
     FORMS_KEPT,
+    INDEX_LIMITS,
     MAX_DERIVED,
     STATE_CACHE,
     STATES,
@@ -123,15 +124,17 @@ def test_a_branch_answers_as_a_fresh_log_after_its_budget_evicted_everything():
 
 def test_a_branch_reports_what_each_kind_of_its_budget_holds():
     log = SubstrateLog(random_run(random.Random(9), 60))
-    assert log.branch.sizes() == {STATES: 0, DERIVED: 0, FORMS: 0}
+    unused = dict.fromkeys(INDEX_LIMITS, 0)  # no memory index on this branch yet
+    assert log.branch.sizes() == {STATES: 0, DERIVED: 0, FORMS: 0, **unused}
     for n in range(1, 11):
         _ = log.prefix(n).state
     for i in range(MAX_DERIVED + 2):
         latest_work(log, f"kind{i}")
-    assert log.branch.sizes() == {STATES: STATE_CACHE, DERIVED: MAX_DERIVED, FORMS: 0}
+    assert log.branch.sizes() == {STATES: STATE_CACHE, DERIVED: MAX_DERIVED, FORMS: 0, **unused}
     for i in range(FORMS_KEPT + 5):  # each append keeps the dicts it made of its events
         log = log.appended([NodeScheduled(node_id=f"new{i}", kind="k", at=at(10_000 + i))])
-    assert log.branch.sizes() == {STATES: STATE_CACHE, DERIVED: MAX_DERIVED, FORMS: FORMS_KEPT}
+    kept = {STATES: STATE_CACHE, DERIVED: MAX_DERIVED, FORMS: FORMS_KEPT, **unused}
+    assert log.branch.sizes() == kept
 
 
 def test_the_saver_reports_its_branches_budgets(tmp_path):

@@ -41,7 +41,7 @@ from cortex_agents.substrate import (
     SubstrateLog,
     fold,
 )
-from cortex_agents.substrate._branch import DERIVED
+from cortex_agents.substrate._branch import DERIVED, INDEX_ADJACENCY, INDEX_ASKED
 from tests.support.embedding import HashEmbedder
 from tests.support.helpers import T0
 from tests.support.substrate import next_event, random_run
@@ -357,12 +357,13 @@ def test_the_compiled_walk_equals_the_python_walk_on_every_view():
             for origin in range(view.n):
                 fast = dict(zip(*(a.tolist() for a in view.walk(relation, origin)), strict=True))
                 compiled_walks += 1
-                index._adjacency.clear()  # the Python BFS, on the same view
-                index._asked.clear()
+                index.budget.evict(INDEX_ADJACENCY)  # the Python BFS, on the same view
+                index.budget.evict(INDEX_ASKED)
                 nodes, hops = view.walk(relation, origin)
                 slow = dict(zip(nodes.tolist(), hops.tolist(), strict=True))
                 assert fast == slow, (length, relation, origin)
-                index._adjacency[(relation, view.edges, view.removals)] = matrix
+                key = (index._token, relation, view.edges, view.removals)
+                index.budget.put(INDEX_ADJACENCY, key, matrix)
                 if origin < matrix.shape[0]:  # hops by levels and by pointer jumping agree
                     order, parents = breadth_first_order(
                         matrix, origin, directed=True, return_predecessors=True
