@@ -18,8 +18,8 @@ from cortex_agents.memory import (
     WalkSpec,
     Weights,
     default_extractor,
-    query_vectorised,
 )
+from cortex_agents.memory._engine import query_vectorised
 from cortex_agents.memory._fields import fields_of
 from cortex_agents.memory._index import MEMORY_INDEX, MemoryIndex
 from cortex_agents.reference import query_reference
