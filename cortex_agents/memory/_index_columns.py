@@ -20,6 +20,7 @@ naming their class: whoever reads them passes the class in
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, cast
 
 import numpy as np
@@ -82,13 +83,21 @@ class IndexColumns:
         length: How many events it has taken in.
         lock: Guards every change (extension, per-extractor structures catching up);
             the budget's lock is taken while holding it, never the reverse.
-        budget: Where its caches are kept.
+        budget: Where its caches are kept (:attr:`budget`).
     """
 
     def __init__(self, budget: DerivedBudget | None = None) -> None:
         self.length = 0
         self.lock = threading.RLock()
-        self.budget = DerivedBudget(_OWN_BUDGET, limits=INDEX_LIMITS) if budget is None else budget
+        # a branch's budget is held weakly: it holds this index (a derived structure), and a
+        # strong reference back would make the two a cycle, so a dropped branch's index would
+        # wait for the cyclic collector instead of going with the branch
+        self._shared: weakref.ref[DerivedBudget] | None = None
+        self._own: DerivedBudget | None = None
+        if budget is None:
+            self._own = DerivedBudget(_OWN_BUDGET, limits=INDEX_LIMITS)
+        else:
+            self._shared = weakref.ref(budget)
         # this index's part of the budget: identity, not equality, and never reused while
         # an entry holding it lives (an `id()` could be, by a later index at the same address)
         self._token = object()
@@ -129,6 +138,23 @@ class IndexColumns:
         self._copied_inc: set[int] = set()
         self.live_edges = 0
         self._broken: str | None = None
+
+    @property
+    def budget(self) -> DerivedBudget:
+        """Where its caches are kept: its branch's while the branch lives, else its own.
+
+        A view may outlive its branch: the index then keeps its caches in a
+        budget of its own, made once (derived again there: slower, never wrong).
+        """
+        shared = self._shared
+        if shared is not None:
+            found = shared()
+            if found is not None:
+                return found
+        with self.lock:
+            if self._own is None:
+                self._own = DerivedBudget(_OWN_BUDGET, limits=INDEX_LIMITS)
+            return self._own
 
     def _usable(self) -> None:
         if self._broken is not None:

@@ -44,7 +44,8 @@ class DerivedBudget:
         InvalidArgument: ``capacity`` or a limit is below 1.
     """
 
-    __slots__ = ("_capacity", "_entries", "_kinds", "_limits", "_lock", "_weight")
+    # ``__weakref__``: a structure it keeps may refer back to it weakly (no cycle)
+    __slots__ = ("__weakref__", "_capacity", "_entries", "_kinds", "_limits", "_lock", "_weight")
 
     def __init__(self, capacity: int, *, limits: Mapping[str, int] | None = None) -> None:
         if capacity < 1:

@@ -8,7 +8,9 @@ again and the rankings do not change by a bit.
 
 from __future__ import annotations
 
+import gc
 import random
+import weakref
 from datetime import timedelta
 
 from cortex_agents.memory import (
@@ -136,3 +138,29 @@ def test_an_index_outside_a_branch_keeps_a_small_budget_of_its_own_and_a_fork_ta
     assert carried.budget is fork.branch.budget  # its caches live in the fork's budget
     assert fork.branch.sizes()[INDEX_FIELDS] == 1  # the parent's fields, carried as of 150
     assert [e for e, _, _ in carried.kept_per_extractor()] == [default_extractor]
+
+
+def test_a_dropped_branch_frees_its_memory_index_without_the_cyclic_collector():
+    # the branch's budget holds the index: were the index to hold the budget back, the two
+    # would be a cycle, and a dropped branch's index (the largest thing it derives) would
+    # live on until a full collection instead of going with the branch
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        log = SubstrateLog(random_run(random.Random(47), 120))
+        view = MemorySnapshot.from_log(log, CAPTURED).index
+        before = [fields_of(view, default_extractor).body(i) for i in range(view.n)]
+        held = MemorySnapshot.from_log(log, CAPTURED).index  # a view that outlives its branch
+        index, branch = weakref.ref(view.index), weakref.ref(log.branch)
+        del view, log
+        assert branch() is None
+        assert index() is not None  # a live view holds it
+        # the branch's budget is gone with it: the index's caches go on in one of its own
+        assert [fields_of(held, default_extractor).body(i) for i in range(held.n)] == before
+        assert held.index.budget.sizes()[INDEX_FIELDS] == 1
+        del held
+        assert index() is None  # freed by reference counting: no cycle kept it
+    finally:
+        if enabled:
+            gc.enable()
