@@ -115,8 +115,8 @@ def test_plain_graph_calls_grow_one_index_instead_of_rebuilding_it(monkeypatch):
     created: list[MemoryIndex] = []
     original = MemoryIndex.__init__
 
-    def counting(self: MemoryIndex) -> None:
-        original(self)
+    def counting(self: MemoryIndex, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
         created.append(self)
 
     monkeypatch.setattr(MemoryIndex, "__init__", counting)
